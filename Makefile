@@ -1,0 +1,27 @@
+# make demo · make test · make bench — each sets itself up on a fresh Debian machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.orderup-installed
+
+.PHONY: demo test bench system clean
+
+system:
+	@scripts/system_deps.sh
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "orderup needs Python 3.11 or newer as $(PYTHON) (try: make PYTHON=python3.11 ...)" >&2; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "orderup: installing into $(VENV) (first run only)" >&2
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+demo: system $(STAMP)
+	@$(VENV)/bin/orderup demo
+
+test: system $(STAMP)
+	@$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1,0 +1,26 @@
+"""Player lists: the ``--players`` list is the seating order, going to the right."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.core import ConfigError
+
+
+def check_players(names: Sequence[str], minimum: int = 2, maximum: int = 8) -> tuple[str, ...]:
+    """Validate a seating list: ``minimum``..``maximum`` distinct, non-empty names."""
+    players = tuple(n.strip() for n in names)
+    if any(not p for p in players):
+        raise ConfigError(f"empty player name in {list(names)!r}")
+    folded = [p.casefold() for p in players]
+    dupes = sorted({p for p in players if folded.count(p.casefold()) > 1})
+    if dupes:
+        raise ConfigError(f"player names must differ: {', '.join(dupes)} given twice")
+    if not minimum <= len(players) <= maximum:
+        raise ConfigError(f"{len(players)} players given; this game takes {minimum} to {maximum}")
+    return players
+
+
+def to_the_right(players: Sequence[str], player: str, steps: int = 1) -> str:
+    """The player ``steps`` seats to the right (the next name in the list, wrapping)."""
+    return players[(players.index(player) + steps) % len(players)]

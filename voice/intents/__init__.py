@@ -1,0 +1,67 @@
+"""Text to game actions: the shared tools every game's intent parser uses.
+
+An utterance is normalised (case, punctuation, spacing), then matched against
+the phrases the game allows. Anything else raises :class:`UnparseableUtterance`,
+which changes nothing in the game.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+_NON_WORD = re.compile(r"[^\w']+")
+
+
+class UnparseableUtterance(ValueError):
+    """The words are not a phrase the game allows now."""
+
+    def __init__(self, text: str, reason: str = "not a phrase of this game") -> None:
+        super().__init__(f"cannot understand {text!r}: {reason}")
+        self.text = text
+        self.reason = reason
+
+
+class AmbiguousUtterance(UnparseableUtterance):
+    """The words fit several phrases equally well (e.g. a dish named without its variant)."""
+
+    def __init__(self, text: str, candidates: Sequence[str]) -> None:
+        super().__init__(text, f"could be {' or '.join(candidates)}")
+        self.candidates = tuple(candidates)
+
+
+def words(text: str) -> tuple[str, ...]:
+    """Lower-case words of ``text``, punctuation dropped ("Got it!" → ("got", "it"))."""
+    return tuple(w.strip("'") for w in _NON_WORD.split(text.casefold()) if w.strip("'"))
+
+
+class Vocabulary:
+    """Spoken forms of names (several forms may name one thing), matched greedily.
+
+    ``match`` reads a word sequence as a list of names, longest spoken form
+    first, skipping filler words; any word left over makes it unparseable.
+    """
+
+    def __init__(self, forms: Mapping[str, Iterable[str]], fillers: Iterable[str] = ()) -> None:
+        self._forms: dict[tuple[str, ...], str] = {}
+        for name, spoken in forms.items():
+            for form in (name, *spoken):
+                self._forms[words(form)] = name
+        self._longest = max(len(f) for f in self._forms)
+        self.fillers = frozenset(fillers)
+
+    def match(self, tokens: Sequence[str], text: str) -> list[str]:
+        names: list[str] = []
+        i = 0
+        while i < len(tokens):
+            for n in range(min(self._longest, len(tokens) - i), 0, -1):
+                name = self._forms.get(tuple(tokens[i : i + n]))
+                if name is not None:
+                    names.append(name)
+                    i += n
+                    break
+            else:
+                if tokens[i] not in self.fillers:
+                    raise UnparseableUtterance(text, f"{tokens[i]!r} is not a name I know here")
+                i += 1
+        return names

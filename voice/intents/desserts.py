@@ -1,0 +1,36 @@
+"""Just Desserts utterances: "got it", "pass", "favorite", and serves of 1–3 desserts."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from engine import decks
+from engine.core import Action
+from engine.desserts import DessertsState, Favorite, GotIt, Pass, Serve
+from voice.intents import UnparseableUtterance, Vocabulary, words
+
+GOT_IT = {("got", "it"), ("i", "got", "it"), ("i've", "got", "it"), ("got", "it", "got", "it")}
+PASS = {("pass",), ("i", "pass")}
+FILLERS = ("the", "a", "an", "and", "some", "with", "plus", "one", "i", "serve", "here's")
+
+
+@cache
+def dessert_names() -> Vocabulary:
+    return Vocabulary({d.name: () for d in decks.desserts().desserts}, FILLERS)
+
+
+def parse(text: str, player: str, t: float, state: DessertsState | None = None) -> Action:
+    """The action ``player`` means by ``text`` at ``t`` seconds."""
+    tokens = words(text)
+    if tokens in GOT_IT:
+        return GotIt(player, t)
+    if tokens in PASS:
+        return Pass(player, t)
+    if tokens and tokens[0] in ("favorite", "favourite"):
+        return Favorite(player, t, tuple(dessert_names().match(tokens[1:], text)))
+    served = dessert_names().match(tokens, text)
+    if not served:
+        raise UnparseableUtterance(text)
+    if len(served) > 3:
+        raise UnparseableUtterance(text, "a serve is at most three desserts")
+    return Serve(player, t, tuple(served))

@@ -1,0 +1,119 @@
+"""Transcripts of timed utterances: ``12.340 Ann: got it``, with ``@`` directives.
+
+Blank lines and ``#`` comments are ignored. Directives (before the first
+utterance): ``@players Ann, Bob``, ``@seed 7``, ``@stack DECK: Card, Card``.
+Parsing stops at the first bad line; the lines before it stay usable, so a
+referee can apply them and then report the error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+_LINE = re.compile(r"^(?P<onset>\d+(?:\.\d*)?)\s+(?P<speaker>[^:]+?)\s*:\s*(?P<text>.*)$")
+
+
+class TranscriptError(ValueError):
+    """A bad transcript line, named by file and line number."""
+
+    def __init__(self, path: str, line: int, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = path
+        self.line = line
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """What ``speaker`` said, starting ``onset_s`` seconds into the game."""
+
+    onset_s: float
+    speaker: str
+    text: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """The directives and the utterances read before the first error (if any)."""
+
+    path: str
+    players: tuple[str, ...] | None = None
+    seed: int | None = None
+    stacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    utterances: tuple[Utterance, ...] = ()
+    error: TranscriptError | None = None
+
+
+def split_list(text: str) -> tuple[str, ...]:
+    """'Ann, Bob ,Cat' → ('Ann', 'Bob', 'Cat'); empty items dropped."""
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def parse_stack(text: str) -> tuple[str, tuple[str, ...]]:
+    """'guests: Rocky, Frosty' → ('guests', ('Rocky', 'Frosty'))."""
+    deck, sep, cards = text.partition(":")
+    if not sep or not deck.strip():
+        raise ValueError(f"expected 'DECK: Card, Card, ...', got {text.strip()!r}")
+    return deck.strip().casefold(), split_list(cards)
+
+
+def parse_transcript(lines: Iterable[str], path: str = "<transcript>") -> Transcript:
+    players: tuple[str, ...] | None = None
+    seed: int | None = None
+    stacks: dict[str, tuple[str, ...]] = {}
+    utterances: list[Utterance] = []
+    last_onset = 0.0
+
+    def done(error: TranscriptError | None = None) -> Transcript:
+        return Transcript(path, players, seed, stacks, tuple(utterances), error)
+
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("@"):
+            if utterances:
+                return done(TranscriptError(path, number, "directives must come before the first utterance"))
+            name, _, rest = line[1:].partition(" ")
+            try:
+                if name == "players":
+                    players = split_list(rest)
+                elif name == "seed":
+                    seed = int(rest.strip())
+                elif name == "stack":
+                    deck, cards = parse_stack(rest)
+                    stacks[deck] = cards
+                else:
+                    raise ValueError(f"unknown directive @{name} (known: @players, @seed, @stack)")
+            except ValueError as exc:
+                return done(TranscriptError(path, number, str(exc)))
+            continue
+        match = _LINE.match(line)
+        if match is None:
+            return done(TranscriptError(path, number, f"expected 'SECONDS SPEAKER: TEXT', got {line!r}"))
+        onset = float(match["onset"])
+        if onset < last_onset:
+            return done(
+                TranscriptError(path, number, f"onset {onset:.3f} s is before the previous line's {last_onset:.3f} s")
+            )
+        last_onset = onset
+        utterances.append(Utterance(onset, match["speaker"].strip(), match["text"].strip(), number))
+    return done()
+
+
+def read_transcript(path: str) -> Transcript:
+    """Read a UTF-8 transcript file; unreadable files raise ``TranscriptError`` on line 0."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return parse_transcript(fh.readlines(), path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TranscriptError(path, 0, f"cannot read: {exc}") from exc
+
+
+def speaker_name(speaker: str, players: Sequence[str]) -> str | None:
+    """The player a transcript speaker names (case-insensitive), or None."""
+    folded = speaker.casefold()
+    return next((p for p in players if p.casefold() == folded), None)
