@@ -1,0 +1,35 @@
+"""Run transcripts through the real ``orderup referee`` path for rule tests."""
+
+from __future__ import annotations
+
+import io
+import json
+import textwrap
+from typing import Any
+
+from voice.cli import build_parser
+from voice.cmd_referee import referee_transcript
+from voice.transcript import parse_transcript
+
+
+def referee(game: str, transcript: str, *argv: str) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+    """Referee ``transcript`` (dedented) as ``orderup referee GAME ... --json`` would.
+
+    Returns the events (JSON objects, final line excluded), the final line and
+    the exit code.
+    """
+    args = build_parser().parse_args(["referee", game, "--transcript", "-", "--json", *argv])
+    parsed = parse_transcript(textwrap.dedent(transcript).splitlines(), "test.txt")
+    out = io.StringIO()
+    code = referee_transcript(args, parsed, out)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    finals = [line for line in lines if line["type"] == "final"]
+    return [line for line in lines if line["type"] != "final"], (finals[0] if finals else {}), code
+
+
+def kinds(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def said(events: list[dict[str, Any]]) -> list[str]:
+    return [e["say"] for e in events if e.get("say")]

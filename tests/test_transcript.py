@@ -1,0 +1,148 @@
+"""Transcript parsing and the ``orderup referee`` command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from referee_helpers import kinds, referee
+
+from voice.intents import UnparseableUtterance
+from voice.intents.desserts import parse
+from voice.transcript import parse_transcript
+from engine.desserts import Favorite, GotIt, Pass, Serve
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "voice.cli", *argv], capture_output=True, text=True)
+
+
+def test_directives_comments_and_utterances() -> None:
+    t = parse_transcript(
+        ["# a comment", "", "@players Ann, Bob ,Cat", "@seed 7", "@stack guests: Rocky, Frosty",
+         "1.5 Ann: got it!", "2 Bob : pass"],
+        "x.txt",
+    )
+    assert t.error is None
+    assert t.players == ("Ann", "Bob", "Cat") and t.seed == 7
+    assert t.stacks == {"guests": ("Rocky", "Frosty")}
+    assert [(u.onset_s, u.speaker, u.text, u.line) for u in t.utterances] == [
+        (1.5, "Ann", "got it!", 6), (2.0, "Bob", "pass", 7)]
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (["1.0 Ann: pass", "0.5 Bob: pass"], "x.txt:2: onset 0.500 s is before"),
+        (["1.0 Ann: pass", "Bob said pass"], "x.txt:2: expected 'SECONDS SPEAKER: TEXT'"),
+        (["@seed seven"], "x.txt:1: invalid literal"),
+        (["@colour blue"], "x.txt:1: unknown directive @colour"),
+        (["1.0 Ann: pass", "@seed 3"], "x.txt:2: directives must come before"),
+    ],
+)
+def test_bad_lines_stop_parsing_and_name_the_line(lines: list[str], message: str) -> None:
+    t = parse_transcript(lines, "x.txt")
+    assert t.error is not None and str(t.error).startswith(message)
+    assert len(t.utterances) == (1 if lines[0].startswith("1.0") else 0)
+
+
+@pytest.mark.parametrize(
+    "text, action",
+    [
+        ("Got it!", GotIt("Ann", 1.0)),
+        ("i got it", GotIt("Ann", 1.0)),
+        ("PASS.", Pass("Ann", 1.0)),
+        ("favorite", Favorite("Ann", 1.0)),
+        ("Favourite: Rocky Road!", Favorite("Ann", 1.0, ("Rocky Road",))),
+        ("brownie and whipped cream", Serve("Ann", 1.0, ("Brownie", "Whipped Cream"))),
+        ("the pound cake, whipped cream and fruit salad",
+         Serve("Ann", 1.0, ("Pound Cake", "Whipped Cream", "Fruit Salad"))),
+        ("Vanilla ice cream and an ice cream sandwich",
+         Serve("Ann", 1.0, ("Vanilla Ice Cream", "Ice Cream Sandwich"))),
+    ],
+)
+def test_desserts_intents(text: str, action: object) -> None:
+    assert parse(text, "Ann", 1.0) == action
+
+
+@pytest.mark.parametrize("text", ["", "got", "brownie and the moon", "I want cake",
+                                  "brownie, eclair, sorbet and pound cake"])
+def test_desserts_nonsense_is_unparseable(text: str) -> None:
+    with pytest.raises(UnparseableUtterance):
+        parse(text, "Ann", 1.0)
+
+
+def test_unknown_speaker_stops_the_game_at_that_line() -> None:
+    events, final, code = referee("desserts", """
+        @players Ann, Bob
+        @stack guests: Rocky
+        1.0 Ann: got it
+        2.0 Zed: got it
+        3.0 Ann: rocky road
+    """)
+    assert code == 1
+    assert events[-1]["type"] == "error" and "test.txt:5: unknown speaker 'Zed'" in events[-1]["message"]
+    assert "served" not in kinds(events)
+    assert final["players"]["Ann"]["guests"] == 0
+
+
+def test_command_line_wins_over_directives(tmp_path: Path) -> None:
+    stack = tmp_path / "stack.txt"
+    stack.write_text("guests: Frosty\n")
+    events, final, code = referee("desserts", "@players Ann, Bob\n@stack guests: Rocky\n",
+                                  "--players", "Cat,Dan,Eve", "--stack", str(stack))
+    assert code == 0
+    assert list(final["players"]) == ["Cat", "Dan", "Eve"]
+    assert events[1]["guest"] == "Frosty"
+
+
+def test_cli_referee_text_output(tmp_path: Path) -> None:
+    path = tmp_path / "game.txt"
+    path.write_text("@stack guests: Rocky\n1.0 Ann: got it\n2.0 Ann: rocky road\n", "utf-8")
+    run = run_cli("referee", "jd", "--players", "Ann,Bob", "--seed", "3", "--transcript", str(path))
+    assert run.returncode == 0, run.stderr
+    assert "Ann first." in run.stdout and "Ann takes Rocky." in run.stdout
+    assert "Final scores (game not finished):" in run.stdout
+
+
+def test_cli_json_lines_end_with_final(tmp_path: Path) -> None:
+    path = tmp_path / "game.txt"
+    path.write_text("1.0 Ann: pass\n", "utf-8")
+    run = run_cli("referee", "desserts", "--players", "Ann,Bob", "--transcript", str(path), "--json")
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    assert all("type" in line for line in lines)
+    assert lines[-1]["type"] == "final" and set(lines[-1]["players"]) == {"Ann", "Bob"}
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["referee", "chess", "--players", "A,B", "--transcript", "{t}"], "unknown game 'chess'"),
+        (["referee", "desserts", "--transcript", "{t}"], "no players"),
+        (["referee", "desserts", "--players", "A,B", "--transcript", "/nonexistent"], "cannot read"),
+        (["referee", "desserts", "--players", "A,A", "--transcript", "{t}"], "given twice"),
+        (["referee", "desserts", "--players", "A,B", "--stack", "{t}", "--transcript", "{t}"],
+         "has no deck 1.0 a"),
+    ],
+)
+def test_cli_errors_are_one_clear_line(tmp_path: Path, argv: list[str], message: str) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text("1.0 A: pass\n", "utf-8")
+    run = run_cli(*[a.replace("{t}", str(path)) for a in argv])
+    assert run.returncode == 2
+    assert message in run.stderr and "Traceback" not in run.stderr
+
+
+def test_help_teaches_the_transcript_format() -> None:
+    run = run_cli("referee", "--help")
+    assert run.returncode == 0
+    assert "SECONDS SPEAKER: TEXT" in run.stdout and "--tie-window-ms" in run.stdout
+
+
+def test_demo_plays_to_the_end() -> None:
+    run = run_cli("demo")
+    assert run.returncode == 0, run.stderr
+    assert "Game over." in run.stdout
