@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 		{ echo "orderup needs Python 3.11 or newer as $(PYTHON) (try: make PYTHON=python3.11 ...)" >&2; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "orderup: installing into $(VENV) (first run only)" >&2
-	@$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@$(PY) -m pip install -qq --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
 
 demo: system $(STAMP)

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from engine.core import ConfigError
+from engine.core import Event
 from voice.games import GAMES, UnknownGame, lookup
+from voice.journal import Journal, JournalError, Setup
 from voice.referee import Referee, render_final_text, render_json, render_text
 from voice.transcript import (
     Transcript,
     TranscriptError,
+    Utterance,
     parse_stack,
     read_transcript,
     speaker_name,
@@ -44,8 +49,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_game_arguments(p)
     p.add_argument("--transcript", required=True, metavar="FILE", help="the transcript to referee")
-    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_output_arguments(p)
     p.set_defaults(handler=handle)
+
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument(
+        "--journal", metavar="FILE",
+        help="append every step to this journal as it happens (restore with 'orderup resume FILE')",
+    )
+    p.add_argument(
+        "--realtime", action="store_true",
+        help="pace the transcript in real time, as a live table would hear it",
+    )
 
 
 def add_game_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,30 +127,50 @@ def referee_transcript(args: argparse.Namespace, transcript: Transcript, out: Te
         if unknown:
             return fail(f"{game.title} has no deck {', '.join(sorted(unknown))}; "
                         f"stackable: {', '.join(game.decks)}")
-        state = game.new_game(game.make_config(tuple(players), stacks, vars(args)), seed)
-    except (UnknownGame, ConfigError, TranscriptError) as exc:
+        setup = Setup(game.name, tuple(players), stacks, vars(args), seed)
+        _, state = setup.new_state()
+        journal = Journal(args.journal, setup) if args.journal else None
+    except (UnknownGame, ConfigError, TranscriptError, JournalError) as exc:
         return fail(str(exc))
+    referee = Referee(game, state, journal)
+    emit(args, out, state.opening)
+    return run_utterances(args, referee, transcript, transcript.utterances, out)
 
-    def emit(events: list[Any]) -> None:
-        for event in events:
-            print(render_json(event) if args.json else render_text(event), file=out, flush=True)
 
-    referee = Referee(game, state)
-    emit(state.opening)
+def emit(args: argparse.Namespace, out: TextIO, events: Sequence[Event | dict[str, Any]]) -> None:
+    """Print events (and the final line) as text or JSON lines."""
+    for event in events:
+        if args.json:
+            line = render_json(event)
+        else:
+            line = render_text(event) if isinstance(event, Event) else render_final_text(event)
+        print(line, file=out, flush=True)
+
+
+def run_utterances(
+    args: argparse.Namespace,
+    referee: Referee,
+    transcript: Transcript,
+    utterances: Sequence[Utterance],
+    out: TextIO,
+) -> int:
+    """Feed utterances to the referee (paced if ``--realtime``), then print the final line."""
     error = transcript.error
-    for u in transcript.utterances:
-        player = speaker_name(u.speaker, state.config.players)
+    players = referee.state.config.players
+    clock = time.monotonic() - referee.state.t
+    for u in utterances:
+        player = speaker_name(u.speaker, players)
         if player is None:
             error = TranscriptError(
-                transcript.path, u.line,
-                f"unknown speaker {u.speaker!r} (players: {', '.join(state.config.players)})",
+                transcript.path, u.line, f"unknown speaker {u.speaker!r} (players: {', '.join(players)})"
             )
             break
-        emit(referee.hear(u.onset_s, player, u.text))
+        if args.realtime:
+            time.sleep(max(0.0, clock + u.onset_s - time.monotonic()))
+        emit(args, out, referee.hear(u.onset_s, player, u.text))
     if error is not None:
         print(f"orderup: error: {error} (nothing after it was applied)", file=sys.stderr)
         if args.json:
-            print(render_json({"type": "error", "line": error.line, "message": str(error)}), file=out)
-    final = referee.final()
-    print(render_json(final) if args.json else render_final_text(final), file=out)
+            emit(args, out, [{"type": "error", "line": error.line, "message": str(error)}])
+    emit(args, out, [referee.final()])
     return 1 if error is not None else 0

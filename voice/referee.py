@@ -11,19 +11,34 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.core import Event, GameState, IllegalAction
+from engine.core import Event, GameState, IllegalAction, replay
 from voice.games import GameBinding
 from voice.intents import UnparseableUtterance
+from voice.journal import Journal
 
 
 class Referee:
-    """Drives one game from utterances."""
+    """Drives one game from utterances, journaling every step when given a journal."""
 
-    def __init__(self, game: GameBinding, state: GameState[Any]) -> None:
+    def __init__(self, game: GameBinding, state: GameState[Any], journal: Journal | None = None) -> None:
         self.game = game
         self.state = state
+        self.journal = journal
+        self._recorded = len(state.history)
+
+    def _record(self, heard: dict[str, Any] | None) -> None:
+        new = [record.action for record in self.state.history[self._recorded :]]
+        if self.journal is not None and (new or heard is not None):
+            self.journal.record(new, heard)
+        self._recorded = len(self.state.history)
 
     def hear(self, onset_s: float, player: str, text: str) -> list[Event]:
+        """What the table learns from ``player`` saying ``text`` at ``onset_s``."""
+        events = self._hear(onset_s, player, text)
+        self._record({"onset_s": onset_s, "player": player, "text": text})
+        return events
+
+    def _hear(self, onset_s: float, player: str, text: str) -> list[Event]:
         events = self.state.tick(onset_s)
         if self.state.finished:
             return events
@@ -41,7 +56,24 @@ class Referee:
             ]
 
     def tick(self, t: float) -> list[Event]:
-        return self.state.tick(t)
+        events = self.state.tick(t)
+        self._record(None)
+        return events
+
+    def undo(self, t: float, reason: str = "overruled by the referee") -> list[Event]:
+        """Take back the last player's action and all it caused (a human override)."""
+        history = self.state.history
+        keep = max((i for i, r in enumerate(history) if r.player is not None), default=None)
+        if keep is None:
+            return [Event("refused", t, "", (), {"text": "undo", "reason": "nothing to undo"})]
+        undone = history[keep].action
+        state = replay(self.game.new_game(self.state.config, self.state.seed), history[:keep])
+        self.state = state
+        self._recorded = len(state.history)
+        if self.journal is not None:
+            self.journal.undo(keep, t, reason)
+        return [Event("overruled", t, f"Overruled: {undone.player}'s last call is taken back.",
+                      (str(undone.player),), {"action": undone.to_json(), "reason": reason})]
 
     def final(self) -> dict[str, Any]:
         return {"type": "final", "finished": self.state.finished, **self.state.summary()}
