@@ -1,0 +1,97 @@
+"""Narration: the real espeak-ng synthesiser, the announcer's queue, cutting and fallback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voice.audio import PIPELINE_RATE_HZ, read_wav
+from voice.tts import Announcer, Pyttsx3Synthesizer, SpeechUnavailable
+
+
+class ClockSink:
+    """Plays by sleeping for a tenth of the audio's length, in blocks, honouring stop."""
+
+    def __init__(self) -> None:
+        self.played: list[int] = []
+
+    def play(self, samples: np.ndarray, stop: threading.Event) -> None:
+        blocks = max(1, len(samples) // 1600)
+        for _ in range(blocks):
+            if stop.is_set():
+                break
+            time.sleep(0.01)
+        self.played.append(len(samples))
+
+
+@pytest.fixture(scope="module")
+def synth() -> Pyttsx3Synthesizer:
+    return Pyttsx3Synthesizer(rate_wpm=170, voice="en-us")
+
+
+def test_synthesiser_renders_speech(synth: Pyttsx3Synthesizer) -> None:
+    short = synth.render("Stop.")
+    long = synth.render("Next guest: Rocky. Craves chocolate and frozen. Dislikes cream.")
+    assert short.dtype == np.float32 and short.ndim == 1
+    assert 0.2 < len(short) / PIPELINE_RATE_HZ < 1.5
+    assert len(long) > 3 * len(short)
+    assert float(np.sqrt(np.mean(long**2))) > 0.01
+
+
+def test_unknown_voice_is_a_clear_error() -> None:
+    with pytest.raises(SpeechUnavailable, match="no voice 'zz-nowhere'"):
+        Pyttsx3Synthesizer(voice="zz-nowhere")
+
+
+def test_announcer_speaks_in_order_without_blocking(synth: Pyttsx3Synthesizer) -> None:
+    heard: list[str] = []
+    announcer = Announcer(synth, ClockSink(), echo=heard.append)
+    started = time.monotonic()
+    announcer.say("Next guest: Rocky.")
+    done = announcer.say("Maya first.")
+    assert time.monotonic() - started < 0.05  # say() only queues
+    assert done.wait(10)
+    announcer.close()
+    assert heard == ["Next guest: Rocky.", "Maya first."]
+    assert [s.text for s in announcer.spoken] == heard
+    first, second = announcer.spoken
+    assert first.end_s <= second.start_s
+    assert announcer.speaking(second.start_s) and not announcer.speaking(second.end_s + 1.0)
+
+
+def test_urgent_verdict_cuts_a_long_announcement(synth: Pyttsx3Synthesizer) -> None:
+    heard: list[str] = []
+    announcer = Announcer(synth, ClockSink(), echo=heard.append)
+    announcer.say("Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen. " * 4)
+    skipped = announcer.say("Favorite: Hazelnut Torte.")
+    while not heard:
+        time.sleep(0.005)
+    time.sleep(0.05)
+    announcer.say("Stop!", urgent=True).wait(10)
+    announcer.close()
+    assert skipped.is_set()
+    assert heard[-1] == "Stop!" and "Favorite: Hazelnut Torte." not in heard
+    assert announcer.spoken[0].cut
+
+
+def test_text_only_announcer_just_prints() -> None:
+    heard: list[str] = []
+    announcer = Announcer(None, None, echo=heard.append)
+    announcer.say("Maya first.").wait(5)
+    announcer.close()
+    assert heard == ["Maya first."] and announcer.spoken == []
+
+
+def test_say_renders_a_wav(tmp_path: Path) -> None:
+    out = tmp_path / "verdict.wav"
+    run = subprocess.run([sys.executable, "-m", "voice.cli", "say", "Maya first.", "--out", str(out)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    samples = read_wav(out)
+    assert samples.shape[1] == 1 and len(samples) > PIPELINE_RATE_HZ // 4

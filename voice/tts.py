@@ -1,0 +1,204 @@
+"""Narration: text to speech with pyttsx3 over espeak-ng, and a non-blocking announcer.
+
+The synthesiser renders text to samples; the announcer plays them on its own
+thread through a sink (the speaker, or nothing), so listening never waits for
+speech. It keeps what it said and when, which the listener uses so the app
+never takes its own voice for a player's call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import queue
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from voice.audio import PIPELINE_RATE_HZ, read_wav
+
+
+class SpeechUnavailable(ValueError):
+    """No speech engine could be started (the app falls back to text)."""
+
+
+class Synthesizer(Protocol):
+    def render(self, text: str) -> np.ndarray:
+        """``text`` spoken, as mono float32 samples at :data:`PIPELINE_RATE_HZ`."""
+        ...
+
+
+class Pyttsx3Synthesizer:
+    """pyttsx3's espeak driver rendering to a temporary WAV file.
+
+    ``rate_wpm`` is words per minute; ``voice`` an espeak-ng voice name or id
+    fragment ("en-us", "en-gb-scotland"). One engine, used under a lock.
+    """
+
+    def __init__(self, rate_wpm: int = 170, voice: str | None = None) -> None:
+        try:
+            import pyttsx3
+
+            with contextlib.redirect_stdout(io.StringIO()):
+                self._engine = pyttsx3.init("espeak")
+        except Exception as exc:  # the driver raises assorted errors when espeak-ng is missing
+            raise SpeechUnavailable(
+                f"cannot start espeak-ng through pyttsx3 ({exc}); install it with "
+                "'apt-get install espeak-ng'"
+            ) from exc
+        self._lock = threading.Lock()
+        self._engine.setProperty("rate", rate_wpm)
+        if voice:
+            self._engine.setProperty("voice", self._voice_id(voice))
+
+    def _voice_id(self, name: str) -> str:
+        voices = self._engine.getProperty("voices")
+        for v in voices:
+            if name.casefold() in (str(v.id).casefold(), str(v.name).casefold()):
+                return str(v.id)
+        for v in voices:
+            if name.casefold() in str(v.id).casefold():
+                return str(v.id)
+        known = ", ".join(sorted(str(v.name) for v in voices)[:12])
+        raise SpeechUnavailable(f"no voice {name!r} (some known voices: {known}, ...)")
+
+    def render(self, text: str) -> np.ndarray:
+        with self._lock, tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "say.wav")
+            with contextlib.redirect_stdout(io.StringIO()):
+                self._engine.save_to_file(text, path)
+                self._engine.runAndWait()
+            samples = read_wav(path, PIPELINE_RATE_HZ)
+        return np.ascontiguousarray(samples[:, 0], dtype=np.float32)
+
+
+class Sink(Protocol):
+    def play(self, samples: np.ndarray, stop: threading.Event) -> None:
+        """Play ``samples`` (16 kHz mono), returning early once ``stop`` is set."""
+        ...
+
+
+class SpeakerSink:
+    """The laptop's speaker through sounddevice, in 20 ms blocks so speech can be cut."""
+
+    def __init__(self, device: int | str | None = None) -> None:
+        self.device = device
+
+    def play(self, samples: np.ndarray, stop: threading.Event) -> None:
+        try:
+            import sounddevice as sd
+
+            out = sd.OutputStream(samplerate=PIPELINE_RATE_HZ, channels=1, device=self.device,
+                                  dtype="float32")
+        except (OSError, sd.PortAudioError) as exc:
+            raise SpeechUnavailable(f"no speaker to play on ({exc})") from exc
+        block = PIPELINE_RATE_HZ // 50
+        with out:
+            for i in range(0, len(samples), block):
+                if stop.is_set():
+                    return
+                out.write(samples[i : i + block].reshape(-1, 1))
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """One narration line and when it was played (announcer clock, seconds)."""
+
+    text: str
+    start_s: float
+    end_s: float
+    cut: bool = False
+
+
+@dataclass
+class _Line:
+    text: str
+    urgent: bool
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class Announcer:
+    """Speaks lines in order on its own thread; ``say`` never blocks.
+
+    An urgent line (a short verdict) cuts the line being spoken and skips the
+    ones still waiting. Without a synthesiser or a sink it only prints, after a
+    one-line notice saying why.
+    """
+
+    def __init__(
+        self,
+        synth: Synthesizer | None,
+        sink: Sink | None,
+        *,
+        echo: Callable[[str], None] = print,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.synth = synth
+        self.sink = sink
+        self.echo = echo
+        self.clock = clock
+        self.spoken: list[Spoken] = []
+        self._queue: queue.Queue[_Line | None] = queue.Queue()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="announcer", daemon=True)
+        self._thread.start()
+
+    def say(self, text: str, urgent: bool = False) -> threading.Event:
+        """Queue ``text``; returns an event set once it has been spoken (or skipped)."""
+        line = _Line(text, urgent)
+        if urgent:
+            self._stop.set()
+            with self._queue.mutex:
+                skipped = [item for item in self._queue.queue if item is not None]
+                self._queue.queue.clear()
+            for item in skipped:
+                item.done.set()
+        self._queue.put(line)
+        return line.done
+
+    def speaking(self, t: float, tail_s: float = 0.3) -> bool:
+        """Whether the app was speaking at ``t`` (or within ``tail_s`` after)."""
+        return any(s.start_s <= t <= s.end_s + tail_s for s in self.spoken[-8:])
+
+    def close(self) -> None:
+        """Finish what is queued, then stop the thread."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while (line := self._queue.get()) is not None:
+            if line.urgent:
+                self._stop.clear()
+            self.echo(line.text)
+            if self.synth is not None and self.sink is not None:
+                try:
+                    self._play(self.synth, self.sink, line.text)
+                except SpeechUnavailable as exc:
+                    self.echo(f"(narration is text only from now on: {exc})")
+                    self.sink = None
+            line.done.set()
+
+    def _play(self, synth: Synthesizer, sink: Sink, text: str) -> None:
+        samples = synth.render(text)
+        start = self.clock()
+        sink.play(samples, self._stop)
+        self.spoken.append(Spoken(text, start, self.clock(), cut=self._stop.is_set()))
+
+
+def start_announcer(
+    rate_wpm: int = 170, voice: str | None = None, speaker: bool = True,
+    echo: Callable[[str], None] = print,
+) -> Announcer:
+    """An announcer on the speaker, or a text-only one with a notice when speech is unavailable."""
+    try:
+        synth: Synthesizer | None = Pyttsx3Synthesizer(rate_wpm, voice)
+    except SpeechUnavailable as exc:
+        echo(f"(narration is text only: {exc})")
+        synth = None
+    return Announcer(synth, SpeakerSink() if speaker and synth else None, echo=echo)
