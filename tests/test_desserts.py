@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from referee_helpers import kinds, referee
 
+from engine import decks
 from engine.core import ConfigError, IllegalAction, Tick, action_from_json
 from engine.desserts import DessertsConfig, GotIt, Serve, new_game, satisfies
-from engine import decks
 
 HEAD = "@players Ann, Bob, Cat\n@seed 7\n"
 
@@ -46,7 +46,7 @@ def test_all_pass_discards_the_guest_and_everyone_draws() -> None:
 
 
 def test_two_passes_are_not_all_pass() -> None:
-    events, final = play("1.0 Ann: pass\n1.5 Bob: pass\n")
+    events, _ = play("1.0 Ann: pass\n1.5 Bob: pass\n")
     assert "all_pass" not in kinds(events)
 
 
@@ -125,7 +125,7 @@ def test_trump_after_the_window_is_too_late() -> None:
 
 
 def test_trump_without_the_favorite_is_refused_and_the_serve_stands() -> None:
-    events, final = play(
+    events, _ = play(
         "1.0 Ann: got it\n1.3 Bob: got it\n2.0 Ann: vanilla ice cream and chocolate bar\n"
         "2.5 Bob: favorite, ice cream sandwich\n4.0 Cat: pass\n"
     )
@@ -134,7 +134,7 @@ def test_trump_without_the_favorite_is_refused_and_the_serve_stands() -> None:
 
 
 def test_trump_by_a_non_caller_is_refused() -> None:
-    events, final = play(
+    events, _ = play(
         "1.0 Ann: got it\n1.3 Bob: got it\n2.0 Ann: vanilla ice cream and chocolate bar\n"
         "2.5 Cat: favorite rocky road\n"
     )
@@ -142,7 +142,7 @@ def test_trump_by_a_non_caller_is_refused() -> None:
 
 
 def test_guest_without_favorite_is_served_at_once() -> None:
-    events, final = play(
+    events, _ = play(
         "1.0 Ann: got it\n1.3 Bob: got it\n2.0 Ann: roasted almonds and fruit salad\n",
         stack="Nature Girl",
     )
@@ -157,13 +157,13 @@ def test_simultaneous_calls_inside_the_tie_window() -> None:
 
 
 def test_calls_at_the_tie_window_are_not_simultaneous() -> None:
-    events, final = play("1.000 Ann: got it\n1.040 Bob: got it\n3.0 Cat: what\n")
+    events, _ = play("1.000 Ann: got it\n1.040 Bob: got it\n3.0 Cat: what\n")
     first = first_of(events, "first")
     assert first["players"] == ["Ann"] and first["gap_ms"] is None
 
 
 def test_tie_window_is_configurable() -> None:
-    events, final = play("1.000 Ann: got it\n1.009 Bob: got it\n1.039 Cat: got it\n2.0 Ann: hm\n",
+    events, _ = play("1.000 Ann: got it\n1.009 Bob: got it\n1.039 Cat: got it\n2.0 Ann: hm\n",
                          "--tie-window-ms", "10")
     tie = first_of(events, "tie")
     assert tie["players"] == ["Ann", "Bob"] and tie["gap_ms"] == pytest.approx(9.0)
@@ -191,7 +191,7 @@ def test_nobody_delivers_every_caller_discards_and_everyone_draws() -> None:
 
 
 def test_a_caller_who_names_nothing_in_ten_seconds_is_erroneous() -> None:
-    events, final = play("1.0 Ann: got it\n20.0 Bob: pass\n")
+    events, _ = play("1.0 Ann: got it\n20.0 Bob: pass\n")
     erroneous = first_of(events, "erroneous")
     assert erroneous["players"] == ["Ann"] and erroneous["t"] == pytest.approx(11.04)
     assert first_of(events, "penalty")["players"] == ["Ann"]
@@ -214,7 +214,7 @@ def test_unknown_words_change_nothing() -> None:
 
 
 def test_serve_out_of_turn_is_refused() -> None:
-    events, final = play("1.0 Ann: got it\n2.0 Bob: rocky road\n3.0 Ann: rocky road\n")
+    events, _ = play("1.0 Ann: got it\n2.0 Bob: rocky road\n3.0 Ann: rocky road\n")
     assert first_of(events, "refused")["players"] == ["Bob"]
     assert first_of(events, "served")["players"] == ["Ann"]
 

@@ -26,7 +26,7 @@ def fast_transcript(path: Path, lines: int = 120) -> None:
 
 
 def orderup(*argv: str) -> list[str]:
-    run = subprocess.run([sys.executable, "-m", "voice.cli", *argv], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "voice.cli", *argv], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     return run.stdout.splitlines()
 
@@ -86,7 +86,7 @@ def test_damaged_journals_are_clear_errors(tmp_path: Path) -> None:
         restore(str(bad))
     with pytest.raises(JournalError, match="cannot read"):
         restore(str(tmp_path / "missing.jsonl"))
-    run = subprocess.run([sys.executable, "-m", "voice.cli", "resume", str(bad)], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "voice.cli", "resume", str(bad)], capture_output=True, text=True, check=False)
     assert run.returncode == 2 and "no game header" in run.stderr and "Traceback" not in run.stderr
 
 

@@ -65,18 +65,33 @@ def test_announcer_speaks_in_order_without_blocking(synth: Pyttsx3Synthesizer) -
     assert announcer.speaking(second.start_s) and not announcer.speaking(second.end_s + 1.0)
 
 
+class HeldSink:
+    """Plays until told to stop: lets a test cut a line while it is surely being spoken."""
+
+    def __init__(self) -> None:
+        self.playing = threading.Event()
+        self.release = threading.Event()
+
+    def play(self, samples: np.ndarray, stop: threading.Event) -> None:
+        self.playing.set()
+        while not (stop.is_set() or self.release.is_set()):
+            time.sleep(0.001)
+
+
 def test_urgent_verdict_cuts_a_long_announcement(synth: Pyttsx3Synthesizer) -> None:
     heard: list[str] = []
-    announcer = Announcer(synth, ClockSink(), echo=heard.append)
-    announcer.say("Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen. " * 4)
+    sink = HeldSink()
+    announcer = Announcer(synth, sink, echo=heard.append)
+    announcer.say("Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen.")
     skipped = announcer.say("Favorite: Hazelnut Torte.")
-    while not heard:
-        time.sleep(0.005)
-    time.sleep(0.05)
-    announcer.say("Stop!", urgent=True).wait(10)
+    assert sink.playing.wait(10)
+    sink.playing.clear()
+    announcer.say("Stop!", urgent=True)
+    assert sink.playing.wait(10)  # the verdict is being spoken now
+    sink.release.set()
     announcer.close()
     assert skipped.is_set()
-    assert heard[-1] == "Stop!" and "Favorite: Hazelnut Torte." not in heard
+    assert heard == ["Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen.", "Stop!"]
     assert announcer.spoken[0].cut
 
 
@@ -91,7 +106,7 @@ def test_text_only_announcer_just_prints() -> None:
 def test_say_renders_a_wav(tmp_path: Path) -> None:
     out = tmp_path / "verdict.wav"
     run = subprocess.run([sys.executable, "-m", "voice.cli", "say", "Maya first.", "--out", str(out)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     samples = read_wav(out)
     assert samples.shape[1] == 1 and len(samples) > PIPELINE_RATE_HZ // 4

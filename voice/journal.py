@@ -57,7 +57,8 @@ class Journal:
         self.path = path
         self.setup = setup
         try:
-            self._fh = open(path, "w" if fresh else "a", encoding="utf-8")
+            # Held open for the whole game: every step is appended and fsynced at once.
+            self._fh = open(path, "w" if fresh else "a", encoding="utf-8")  # noqa: SIM115
         except OSError as exc:
             raise JournalError(f"cannot write the journal {path}: {exc.strerror}") from exc
         if fresh:
