@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from voice import cmd_demo, cmd_referee, cmd_resume, cmd_say
+from voice import cmd_calibrate, cmd_demo, cmd_referee, cmd_resume, cmd_say
 
-COMMANDS = (cmd_demo, cmd_referee, cmd_resume, cmd_say)
+COMMANDS = (cmd_demo, cmd_referee, cmd_resume, cmd_say, cmd_calibrate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,91 @@
+"""Calibration on recorded names: mapping mics to players, levels and warnings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scenes import synth
+
+from voice.audio import PIPELINE_RATE_HZ, MicInput, write_wav
+from voice.table_setup import SetupError, TableSetup, calibrate, parse_mics
+
+RATE = PIPELINE_RATE_HZ
+PLAYERS = ["Maya", "Leo", "Priya"]
+
+
+def names_recording(gains_db: np.ndarray, seed: int = 1, noise: float = 0.002) -> np.ndarray:
+    """1.5 s of room noise, then each player's name (3 s turns); gains_db[player, channel]."""
+    rng = np.random.default_rng(seed)
+    turn = 3 * RATE
+    audio = noise * rng.standard_normal((int(1.5 * RATE) + turn * len(PLAYERS), gains_db.shape[1]))
+    for i, (name, voice) in enumerate(zip(PLAYERS, ("en-us", "en-gb", "en-029"), strict=True)):
+        speech = synth(name, voice=voice, amplitude=0.4)
+        start = int(1.5 * RATE) + i * turn + RATE // 4
+        for ch in range(gains_db.shape[1]):
+            audio[start : start + len(speech), ch] += 10 ** (gains_db[i, ch] / 20) * speech
+    return audio.astype(np.float32)
+
+
+def test_maps_each_player_to_the_mic_that_hears_them_loudest() -> None:
+    gains = np.full((3, 4), -18.0)
+    gains[0, 2] = gains[1, 0] = gains[2, 3] = 0.0  # Maya on ch 2, Leo on ch 0, Priya on ch 3
+    result = calibrate(names_recording(gains), PLAYERS)
+    assert result.channels == (2, 0, 3)
+    assert result.warnings == ()
+    assert all(level - result.noise_floor_db[ch] > 30 for ch, level in
+               zip(result.channels, result.level_db, strict=True))
+
+
+def test_warns_when_a_mic_hears_another_player_louder() -> None:
+    gains = np.full((3, 3), -18.0)
+    np.fill_diagonal(gains, 0.0)
+    gains[2, 1] = 2.0  # Leo's mic hears Priya louder than Leo
+    gains[2, 2] = 6.0
+    result = calibrate(names_recording(gains), PLAYERS)
+    assert result.channels == (0, 1, 2)
+    assert result.warnings == ("Leo's mic (channel 1) hears Priya louder than Leo: move it closer to Leo",)
+
+
+def test_a_player_nobody_hears_is_an_error() -> None:
+    gains = np.full((3, 3), -18.0)
+    np.fill_diagonal(gains, 0.0)
+    gains[1, :] = -90.0
+    with pytest.raises(SetupError, match="no microphone heard Leo"):
+        calibrate(names_recording(gains), PLAYERS)
+
+
+def test_too_short_a_recording_is_an_error() -> None:
+    with pytest.raises(SetupError, match="10.5 s are needed"):
+        calibrate(np.zeros((RATE, 3), np.float32), PLAYERS)
+
+
+def test_mic_specs() -> None:
+    assert parse_mics(None, 2) == [MicInput(None, 0), MicInput(None, 1)]
+    assert parse_mics("Scarlett 4i4", 2) == [MicInput("Scarlett 4i4", 0), MicInput("Scarlett 4i4", 1)]
+    assert parse_mics("3:0, 4:0", 2) == [MicInput(3, 0), MicInput(4, 0)]
+    with pytest.raises(SetupError, match="2 microphones for 3 players"):
+        parse_mics("3:0,4:0", 3)
+    with pytest.raises(SetupError, match="expected DEVICE:CHANNEL"):
+        parse_mics("3:x,4:0", 2)
+
+
+def test_calibrate_command_saves_the_setup(tmp_path: Path) -> None:
+    gains = np.full((3, 3), -20.0)
+    gains[0, 1] = gains[1, 2] = gains[2, 0] = 0.0
+    wav = tmp_path / "names.wav"
+    write_wav(wav, names_recording(gains), RATE)
+    out = tmp_path / "table.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "voice.cli", "calibrate", "--players", ",".join(PLAYERS),
+         "--from-wav", str(wav), "--out", str(out)],
+        capture_output=True, text=True, check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "saved the set-up" in run.stdout
+    setup = TableSetup.load(out)
+    assert setup.players == tuple(PLAYERS)
+    assert setup.mics == (MicInput(None, 1), MicInput(None, 2), MicInput(None, 0))
