@@ -12,6 +12,8 @@ import contextlib
 import io
 import os
 import queue
+import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -21,7 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
-from voice.audio import PIPELINE_RATE_HZ, read_wav
+from voice.audio import PIPELINE_RATE_HZ, read_wav, resample
 
 
 class SpeechUnavailable(ValueError):
@@ -76,6 +78,34 @@ class Pyttsx3Synthesizer:
                 self._engine.runAndWait()
             samples = read_wav(path, PIPELINE_RATE_HZ)
         return np.ascontiguousarray(samples[:, 0], dtype=np.float32)
+
+
+class EspeakSynthesizer:
+    """The espeak-ng program with full control of voice, speed and pitch.
+
+    Used where many different voices are needed (test scenes, benchmarks);
+    ``voice`` is an espeak-ng voice ("en-us", "en-gb-scotland", "en-us+f3"),
+    ``speed_wpm`` words per minute, ``pitch`` 0–99.
+    """
+
+    def __init__(self, voice: str = "en-us", speed_wpm: int = 170, pitch: int = 50) -> None:
+        self.program = shutil.which("espeak-ng")
+        if self.program is None:
+            raise SpeechUnavailable("espeak-ng is not installed (apt-get install espeak-ng)")
+        self.voice, self.speed_wpm, self.pitch = voice, speed_wpm, pitch
+
+    def render(self, text: str) -> np.ndarray:
+        import soundfile as sf
+
+        args = [str(self.program), "-v", self.voice, "-s", str(self.speed_wpm), "-p", str(self.pitch),
+                "--stdout", text]
+        done = subprocess.run(args, capture_output=True, check=False)
+        if done.returncode != 0 or not done.stdout:
+            raise SpeechUnavailable(
+                f"espeak-ng failed on {text!r} with voice {self.voice}: {done.stderr.decode().strip()}"
+            )
+        samples, rate = sf.read(io.BytesIO(done.stdout), dtype="float32")
+        return resample(samples, int(rate), PIPELINE_RATE_HZ).astype(np.float32)
 
 
 class Sink(Protocol):
