@@ -54,6 +54,8 @@ class Action:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if cls.__name__ in ACTIONS:
+            raise TypeError(f"two actions are called {cls.__name__}: journals could not tell them apart")
         ACTIONS[cls.__name__] = cls
 
     def to_json(self) -> dict[str, Any]:
@@ -263,6 +265,13 @@ def replay(state: S, history: Iterable[Record]) -> S:
     for record in history:
         state.apply(record.action)
     return state
+
+
+def join_names(names: Sequence[str]) -> str:
+    """'A', 'A and B', 'A, B and C': names as narration says them."""
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def rank(players: Sequence[str], key: Mapping[str, tuple[Any, ...]]) -> list[list[str]]:

@@ -22,6 +22,7 @@ from engine.core import (
     IllegalAction,
     Outcome,
     build_deck,
+    join_names,
     rank,
     started,
 )
@@ -81,13 +82,6 @@ class Favorite(Action):
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def join_names(names: Sequence[str]) -> str:
-    """'A', 'A and B', 'A, B and C'."""
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def satisfies(guest: decks.Guest, served: Sequence[str]) -> bool:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the golden playthroughs: the --json output of ``orderup referee``.
 
-Cases: the bundled demo transcript, and every ``tests/golden/GAME-NAME.txt``.
+Cases: the bundled demo transcript, and every ``tests/golden/GAME-NAME.txt``
+(a first line ``# options: --waitresses Ann,Cat`` adds command-line options).
 Each case's expected output is written beside it as ``GAME-NAME.jsonl``.
 Run: .venv/bin/python scripts/golden.py          (rewrite the expected outputs)
      .venv/bin/python scripts/golden.py --check  (compare; exit 1 naming what differs)
@@ -32,8 +33,11 @@ def cases() -> list[tuple[str, Path, Path]]:
 
 
 def playthrough(game: str, transcript: Path) -> str:
-    args = build_parser().parse_args(["referee", game, "--transcript", str(transcript), "--json"])
-    parsed = parse_transcript(transcript.read_text("utf-8").splitlines(), transcript.name)
+    lines = transcript.read_text("utf-8").splitlines()
+    options = lines[0].removeprefix("# options:").split() if lines[0].startswith("# options:") else []
+    argv = ["referee", game, "--transcript", str(transcript), "--json", *options]
+    args = build_parser().parse_args(argv)
+    parsed = parse_transcript(lines, transcript.name)
     out = io.StringIO()
     referee_transcript(args, parsed, out)
     return out.getvalue()

@@ -8,8 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from engine.core import ConfigError
-from engine.core import Event
+from engine.core import ConfigError, Event
 from voice.games import GAMES, UnknownGame, lookup
 from voice.journal import Journal, JournalError, Setup
 from voice.referee import Referee, render_final_text, render_json, render_text

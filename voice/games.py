@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core import Action, GameState
+from voice.intents import chaosteria as chaosteria_intents
 from voice.intents import desserts as desserts_intents
+from voice.intents import poutine as poutine_intents
+from voice.transcript import split_list
 
 Options = Mapping[str, Any]
 
@@ -60,6 +63,77 @@ def _desserts_new_game(config: Any, seed: int) -> GameState[Any]:
     return new_game(config, seed)
 
 
+def _poutine_options(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--waitresses", type=split_list, default=(), metavar="A,B",
+        help="players who wait tables in round 1, rotating left each round "
+        "(default: the app plays the waitresses and everyone cooks)",
+    )
+    group.add_argument(
+        "--variant", type=split_list, default=(), metavar="V,V",
+        help="variants: gifts (mop gifts at round start), live (one open offer per cook)",
+    )
+    group.add_argument(
+        "--orders-shown", type=int, choices=(2, 3), metavar="N",
+        help="orders each waitress shows at once: 2 or 3 (default 3; 2 with bigger staff)",
+    )
+
+
+def _poutine_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ...]], options: Options) -> Any:
+    from engine.poutine import PoutineConfig
+
+    return PoutineConfig(
+        players=players,
+        waitresses=tuple(options.get("waitresses") or ()),
+        orders_shown=options.get("orders_shown"),
+        variants=tuple(options.get("variant") or ()),
+        tie_window_ms=options.get("tie_window_ms", 40.0),
+        stacks=stacks,
+    )
+
+
+def _poutine_new_game(config: Any, seed: int) -> GameState[Any]:
+    from engine.poutine import new_game
+
+    return new_game(config, seed)
+
+
+def _chaosteria_options(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--orders", choices=("house", "table"), default="house",
+        help="house: the app deals order cards and reads the options; "
+        "table: players hold physical cards and say their choices (default house)",
+    )
+    group.add_argument(
+        "--kitchen", type=int, default=3, metavar="N",
+        help="dishes face up in the kitchen, refilled after every turn (default 3)",
+    )
+    group.add_argument(
+        "--bell-window", type=float, default=2.0, metavar="S",
+        help="seconds after a client is named (or a dish returned) in which the bell may ring "
+        "(default 2.0)",
+    )
+
+
+def _chaosteria_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ...]], options: Options) -> Any:
+    from engine.chaosteria import ChaosteriaConfig
+
+    return ChaosteriaConfig(
+        players=players,
+        orders=options.get("orders", "house"),
+        kitchen=options.get("kitchen", 3),
+        bell_window_s=options.get("bell_window", 2.0),
+        tie_window_ms=options.get("tie_window_ms", 40.0),
+        stacks=stacks,
+    )
+
+
+def _chaosteria_new_game(config: Any, seed: int) -> GameState[Any]:
+    from engine.chaosteria import new_game
+
+    return new_game(config, seed)
+
+
 GAMES: dict[str, GameBinding] = {
     "desserts": GameBinding(
         name="desserts",
@@ -70,6 +144,26 @@ GAMES: dict[str, GameBinding] = {
         make_config=_desserts_config,
         new_game=_desserts_new_game,
         parse=desserts_intents.parse,
+    ),
+    "poutine": GameBinding(
+        name="poutine",
+        title="Miss Poutine",
+        aliases=("miss-poutine", "misspoutine", "mp"),
+        decks=("orders",),
+        add_options=_poutine_options,
+        make_config=_poutine_config,
+        new_game=_poutine_new_game,
+        parse=poutine_intents.parse,
+    ),
+    "chaosteria": GameBinding(
+        name="chaosteria",
+        title="Chaosteria",
+        aliases=("chaos", "kaosuteria", "カオステリア"),
+        decks=("orders", "dishes"),
+        add_options=_chaosteria_options,
+        make_config=_chaosteria_config,
+        new_game=_chaosteria_new_game,
+        parse=chaosteria_intents.parse,
     ),
 }
 

@@ -91,7 +91,7 @@ def render_text(event: Event) -> str:
 
 def render_final_text(final: dict[str, Any]) -> str:
     lines = ["", "Final scores" + ("" if final["finished"] else " (game not finished)") + ":"]
-    for name in final["ranking"]:
+    for name in final.get("ranking", final["players"]):
         fields = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in final["players"][name].items())
         lines.append(f"  {name}: {fields}")
     return "\n".join(lines)
