@@ -389,13 +389,13 @@ class DessertsState(GameState[DessertsConfig]):
             Event(
                 "served",
                 t,
-                f"{join_names(list(served))} for {guest.name}. {player} takes {guest.name}.",
+                f"{player} takes {guest.name}.",
                 (player,),
                 {"guest": guest.name, "desserts": list(served)},
             )
         ]
         if guest.favorite in served:
-            events.append(Event("favorite", t, f"{guest.favorite} is {guest.name}'s favorite!", (player,)))
+            events.append(Event("favorite", t, "Favorite!", (player,), {"dessert": guest.favorite}))
             events += self._draw(t, (player,), "favorite bonus")
         return events + self._next_guest(t)
 
@@ -419,7 +419,7 @@ class DessertsState(GameState[DessertsConfig]):
                 Event(
                     "penalty",
                     t,
-                    f"{join_names(penalised)}: discard one random dessert to your dirty dishes.",
+                    f"{join_names(penalised)}: discard one dessert to your dirty dishes.",
                     penalised,
                 )
             )
@@ -443,7 +443,7 @@ class DessertsState(GameState[DessertsConfig]):
         for p in who:
             self.hands[p] += 1
         self.dessert_pile -= len(who)
-        say = f"{join_names(list(who))} draws a dessert." if len(who) == 1 else "Everyone draws a dessert."
+        say = f"{join_names(list(who))} draws." if len(who) == 1 else "Everyone draws."
         return [Event("draw", t, say, tuple(who), {"why": why, "dessert_pile": self.dessert_pile})]
 
     def _next_guest(self, t: float) -> list[Event]:

@@ -10,9 +10,27 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from voice import cmd_calibrate, cmd_demo, cmd_referee, cmd_resume, cmd_say
+from voice import (
+    cmd_calibrate,
+    cmd_demo,
+    cmd_listen,
+    cmd_models,
+    cmd_referee,
+    cmd_replay,
+    cmd_resume,
+    cmd_say,
+)
 
-COMMANDS = (cmd_demo, cmd_referee, cmd_resume, cmd_say, cmd_calibrate)
+COMMANDS = (
+    cmd_demo,
+    cmd_referee,
+    cmd_replay,
+    cmd_resume,
+    cmd_listen,
+    cmd_say,
+    cmd_calibrate,
+    cmd_models,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -64,9 +64,12 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_game_arguments(p: argparse.ArgumentParser) -> None:
+def add_game_arguments(p: argparse.ArgumentParser, game_option: bool = False) -> None:
     """GAME, players, seed, stacked decks, tie window and each game's own options."""
-    p.add_argument("game", metavar="GAME", help=f"one of: {', '.join(GAMES)}")
+    if game_option:
+        p.add_argument("--game", required=True, metavar="GAME", help=f"one of: {', '.join(GAMES)}")
+    else:
+        p.add_argument("game", metavar="GAME", help=f"one of: {', '.join(GAMES)}")
     p.add_argument("--players", type=split_list, metavar="A,B,C", help="seating order, to the right")
     p.add_argument("--seed", type=int, metavar="N", help="shuffle seed (default 0)")
     p.add_argument(
@@ -111,28 +114,38 @@ def handle(args: argparse.Namespace) -> int:
     return referee_transcript(args, transcript, sys.stdout)
 
 
+def make_referee(args: argparse.Namespace, transcript: Transcript | None = None) -> Referee:
+    """The referee of the game the options (then the transcript's directives) describe.
+
+    Raises a ``ValueError`` subclass naming what is wrong.
+    """
+    game = lookup(args.game)
+    stacks = dict(transcript.stacks) if transcript else {}
+    if args.stack:
+        stacks.update(read_stack_file(args.stack))
+    players = args.players or (transcript.players if transcript else None)
+    if not players:
+        where = " or an '@players' line in the transcript" if transcript else ""
+        raise ConfigError(f"no players: give --players A,B,C{where}")
+    seed = args.seed if args.seed is not None else ((transcript.seed if transcript else None) or 0)
+    unknown = set(stacks) - set(game.decks)
+    if unknown:
+        raise ConfigError(
+            f"{game.title} has no deck {', '.join(sorted(unknown))}; stackable: {', '.join(game.decks)}"
+        )
+    setup = Setup(game.name, tuple(players), stacks, vars(args), seed)
+    _, state = setup.new_state()
+    journal = Journal(args.journal, setup) if args.journal else None
+    return Referee(game, state, journal)
+
+
 def referee_transcript(args: argparse.Namespace, transcript: Transcript, out: TextIO) -> int:
     """Referee ``transcript`` with the options in ``args``; print events to ``out``."""
     try:
-        game = lookup(args.game)
-        stacks = dict(transcript.stacks)
-        if args.stack:
-            stacks.update(read_stack_file(args.stack))
-        players = args.players or transcript.players
-        if not players:
-            return fail("no players: give --players A,B,C or an '@players' line in the transcript")
-        seed = args.seed if args.seed is not None else (transcript.seed or 0)
-        unknown = set(stacks) - set(game.decks)
-        if unknown:
-            return fail(f"{game.title} has no deck {', '.join(sorted(unknown))}; "
-                        f"stackable: {', '.join(game.decks)}")
-        setup = Setup(game.name, tuple(players), stacks, vars(args), seed)
-        _, state = setup.new_state()
-        journal = Journal(args.journal, setup) if args.journal else None
+        referee = make_referee(args, transcript)
     except (UnknownGame, ConfigError, TranscriptError, JournalError) as exc:
         return fail(str(exc))
-    referee = Referee(game, state, journal)
-    emit(args, out, state.opening)
+    emit(args, out, referee.state.opening)
     return run_utterances(args, referee, transcript, transcript.utterances, out)
 
 

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Record the demo games: scripted players and the app's narration in a simulated room.
+
+Each session is a list of steps — who says what, and when: a moment after the
+app stops talking, or a moment after the previous call — played against the
+real referee, so the app's narration falls where it would at a real table.
+It writes, for each game:
+
+  GAME.ogg        the table's microphones, one channel per player
+  GAME.app.ogg    what the app played through its speaker
+  GAME.txt        the truth as a transcript (players, seed, stacked decks, every line)
+
+Run: .venv/bin/python scripts/make_demo.py [--game desserts] [--out voice/data/demo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+from scenes import APP_VOICE, Line, Room, Voice, render_session, synth
+
+from engine.core import Event
+from voice.audio import PIPELINE_RATE_HZ
+from voice.games import lookup
+from voice.journal import Setup
+from voice.referee import Referee
+
+NARRATION_GAP_S = 0.25
+"""Silence the app leaves between two lines of narration."""
+
+VORBIS_COMPRESSION = 0.6
+"""libsndfile's Vorbis compression level (0 best quality … 1 smallest), a size/fidelity trade."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """``player`` says ``text`` ``after_s`` seconds after the app stops talking, or (when
+    ``after_call``) after the previous step's onset — for calls that race each other.
+    A step with no player is a silence of ``after_s`` seconds (timeouts run out)."""
+
+    after_s: float
+    player: str
+    text: str
+    after_call: bool = False
+
+
+@dataclass(frozen=True)
+class Session:
+    game: str
+    players: tuple[tuple[str, Voice], ...]
+    seed: int
+    stacks: dict[str, tuple[str, ...]]
+    steps: tuple[Step, ...]
+    room: Room
+    snr_db: float | None = 20.0
+    noise: str | None = "babble"
+
+
+def s(after: float, player: str, text: str) -> Step:
+    return Step(after, player, text)
+
+
+def race(after: float, player: str, text: str) -> Step:
+    return Step(after, player, text, after_call=True)
+
+
+def quiet(seconds: float) -> Step:
+    return Step(seconds, "", "")
+
+
+DESSERTS = Session(
+    game="desserts",
+    players=(("Maya", Voice("en-us+f3", 175, 60)), ("Leo", Voice("en", 165, 40)),
+             ("Priya", Voice("en-029", 170, 55))),
+    seed=11,
+    stacks={"guests": (
+        "Rocky", "Chocoholic Chuck", "Lemon Lucy", "Frosty", "Southern Belle", "Peanut Pete",
+        "New York Nora", "Granny Smith", "Crumbs McGee", "Sandwich Steve", "Parisian Pierre",
+        "Professor Hazel", "Split Decision Sam", "Birthday Ben", "Shortstop Shelly",
+        "Nature Girl", "Forest Ranger Rita", "Sweet Tooth Tina",
+    )},
+    steps=(
+        s(0.7, "Maya", "got it"), race(0.09, "Leo", "got it"), s(0.5, "Maya", "rocky road"),
+        s(0.6, "Leo", "i got it"), race(0.15, "Priya", "got it"),
+        s(0.5, "Leo", "chocolate bar and pound cake"), race(0.6, "Priya", "favorite"),
+        s(0.5, "Priya", "brownie"),
+        s(0.8, "Priya", "got it"), s(0.5, "Priya", "apple pie"),
+        s(0.7, "Maya", "got it"), race(0.02, "Priya", "got it"),
+        s(0.6, "Leo", "got it"), race(0.3, "Maya", "got it"),
+        s(0.5, "Leo", "pecan pie and whipped cream"), s(0.5, "Maya", "pecan pie"),
+        s(0.9, "Maya", "pass"), race(0.5, "Priya", "pass"), race(0.5, "Leo", "what a mess"),
+        race(0.8, "Leo", "pass"),
+        s(0.6, "Priya", "got it"), race(0.11, "Leo", "got it"), s(0.5, "Priya", "cheesecake"),
+        s(0.8, "Maya", "got it"), s(0.5, "Maya", "sorbet"),
+        quiet(21.0), s(0.7, "Leo", "got it"), s(0.5, "Leo", "ice cream sandwich"),
+        s(0.6, "Maya", "got it"), race(0.09, "Leo", "got it"), s(0.5, "Maya", "eclair"),
+        s(0.7, "Priya", "got it"), s(0.5, "Priya", "hazelnut torte"),
+        s(0.9, "Leo", "got it"), s(0.5, "Leo", "fruit salad and vanilla ice cream"),
+        s(0.8, "Maya", "got it"), s(0.5, "Maya", "strawberry shortcake"),
+        s(0.9, "Priya", "pass"), race(0.4, "Leo", "pass"), race(0.5, "Maya", "pass"),
+        s(0.7, "Leo", "got it"), s(0.5, "Leo", "banana split"),
+        s(0.6, "Priya", "got it"), race(0.2, "Maya", "got it"),
+        s(0.5, "Priya", "black forest cake"),
+        s(0.7, "Maya", "got it"), s(0.5, "Maya", "banana split"),
+        s(0.6, "Leo", "got it"), race(0.35, "Priya", "got it"),
+        s(0.5, "Leo", "chocolate chip cookie"),
+        s(0.6, "Priya", "got it"), race(0.025, "Leo", "got it"),
+        s(0.7, "Maya", "got it"), s(0.5, "Maya", "peanut butter cookie"),
+        s(0.6, "Leo", "got it"), race(0.5, "Maya", "got it"),
+        s(0.5, "Leo", "vanilla ice cream"), race(0.6, "Maya", "favorite"),
+        s(0.5, "Maya", "rocky road"),
+        s(0.7, "Leo", "got it"), s(0.5, "Leo", "apple pie"),
+    ),
+    room=Room((6.0, 5.0, 2.7), 0.4),
+)
+
+SESSIONS = {session.game: session for session in (DESSERTS,)}
+
+
+def duration_s(text: str) -> float:
+    return len(synth(text, APP_VOICE)) / PIPELINE_RATE_HZ
+
+
+def play_session(session: Session) -> tuple[list[Line], list[tuple[float, str]], list[str]]:
+    """Run the steps against the referee: player lines, narration and the truth transcript."""
+    names = [name for name, _ in session.players]
+    setup = Setup(session.game, tuple(names), session.stacks, {}, session.seed)
+    game, state = setup.new_state()
+    referee = Referee(game, state)
+    narration: list[tuple[float, str]] = []
+    free_s = 0.0  # when the app stops talking
+
+    def narrate(events: Sequence[Event]) -> None:
+        """Speak each batch of events that happen at one moment as one line."""
+        nonlocal free_s
+        for t, batch in groupby(events, key=lambda e: e.t):
+            line = " ".join(e.say for e in batch if e.say)
+            if line:
+                start = max(t + 0.1, free_s)
+                narration.append((round(start, 3), line))
+                free_s = start + duration_s(line) + NARRATION_GAP_S
+
+    narrate(state.opening)
+    lines: list[Line] = []
+    transcript: list[str] = []
+    onset = 0.0
+    for step in session.steps:
+        if not step.player:
+            onset = max(onset, free_s) + step.after_s
+            narrate(referee.tick(onset))
+            continue
+        if step.after_call:
+            onset = onset + step.after_s
+        else:
+            onset += 0.05
+            narrate(referee.tick(onset))  # the verdict on the calls so far
+            while True:  # timers may fire (and the app talk) before the player speaks
+                onset = max(onset, free_s + step.after_s)
+                before = free_s
+                narrate(referee.tick(onset))
+                if free_s == before:
+                    break
+        narrate(referee.hear(onset, step.player, step.text))
+        lines.append(Line(onset, names.index(step.player), step.text))
+        transcript.append(f"{onset:.3f} {step.player}: {step.text}")
+    return lines, narration, transcript
+
+
+def write_ogg(path: Path, audio: np.ndarray) -> None:
+    """Ogg Vorbis at 16 kHz, written in blocks (libsndfile's encoder fails on one huge write)."""
+    with sf.SoundFile(path, "w", PIPELINE_RATE_HZ, audio.shape[1], format="OGG", subtype="VORBIS",
+                      compression_level=VORBIS_COMPRESSION) as f:
+        for start in range(0, len(audio), 8192):
+            f.write(audio[start : start + 8192])
+
+
+def write(session: Session, out: Path) -> None:
+    lines, narration, transcript = play_session(session)
+    scene = render_session(
+        session.room, [voice for _, voice in session.players], lines, narration, session.seed,
+        snr_db=session.snr_db, noise=session.noise,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    assert scene.playback is not None
+    write_ogg(out / f"{session.game}.ogg", scene.audio)
+    write_ogg(out / f"{session.game}.app.ogg", scene.playback[:, None])
+    head = [
+        f"# The demo game of {lookup(session.game).title}, as recorded by scripts/make_demo.py.",
+        f"@players {', '.join(name for name, _ in session.players)}",
+        f"@seed {session.seed}",
+        *(f"@stack {deck}: {', '.join(cards)}" for deck, cards in session.stacks.items()),
+    ]
+    (out / f"{session.game}.txt").write_text("\n".join(head + transcript) + "\n", "utf-8")
+    seconds = len(scene.audio) / PIPELINE_RATE_HZ
+    size = sum((out / f"{session.game}{ext}").stat().st_size for ext in (".ogg", ".app.ogg"))
+    print(f"{session.game}: {seconds:.1f} s, {len(lines)} calls, {len(narration)} narration lines, "
+          f"{size / 1e6:.2f} MB in {out}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game", choices=sorted(SESSIONS), action="append",
+                        help="which demo to record (default: all)")
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "voice" / "data" / "demo"))
+    args = parser.parse_args(argv)
+    for game in args.game or sorted(SESSIONS):
+        write(SESSIONS[game], Path(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,193 @@
+"""Measure the recogniser: command accuracy, chatter false accepts and latency, per voice.
+
+Voices are split into a *tune* set (used to choose settings) and a *held-out* set (reported,
+never tuned on). Each call is a synthesised espeak-ng utterance with a 50 ms pre-roll and a
+150 ms tail (as the onset detector cuts segments), clean (a -45 dB noise floor) or in babble
+(other espeak talkers) at 10 dB SNR. Chatter is decoded against all three game grammars; the
+tune split uses this script's chatter, the held-out split the scene generator's list.
+
+    .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|both]
+        [--noise clean|babble|both] [--per-game N] [--tuning JSON] [--backend sphinx]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from functools import cache
+from multiprocessing import Pool
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.decks import chaosteria, desserts, poutine  # noqa: E402
+from voice.grammar import Grammar, game_grammar  # noqa: E402
+from voice.recognize import Recognizer, SphinxTuning, create_recognizer  # noqa: E402
+from voice.tts import EspeakSynthesizer  # noqa: E402
+
+RATE_HZ = 16_000
+PLAYERS = ("Ann", "Bob", "Priya")
+TUNE = tuple((v, s, p) for v in ("en-us", "en-gb", "en-us+f3", "en+m3")
+             for s, p in ((140, 30), (170, 50), (200, 70)))
+HELD_OUT = tuple((v, s, 50) for v in ("en-029", "en-gb-scotland", "en-gb-x-rp", "en+f2")
+                 for s in (120, 220))
+BABBLE_VOICES = (("en-gb-x-gbclan", 160, 40), ("en-us-nyc", 180, 60), ("en+f4", 150, 55),
+                 ("en-gb-x-gbcwmd", 170, 45))
+BABBLE_TEXT = ("so then we drove all the way to the coast and it rained the entire weekend "
+               "but honestly the food was amazing and nobody complained about anything at all")
+TUNE_CHATTER = (
+    "i love this game", "got to go soon", "is it my turn", "i forgot it", "pass the bread",
+    "who ordered the pizza", "give me a minute", "what did you say", "that is my favorite song",
+    "not it", "i want some ice cream", "read the card again", "you got lucky", "stop it",
+    "the pie was good", "hello everyone", "can you hear me", "i am so tired", "rocky road trip",
+    "what a mess", "no no no", "yes please", "my turn now", "i think so",
+)
+
+
+@cache
+def speech(text: str, voice: tuple[str, int, int]) -> np.ndarray:
+    x = EspeakSynthesizer(*voice).render(text).astype(np.float32)
+    loud = np.flatnonzero(np.abs(x) > 1e-3 * np.abs(x).max())
+    return x[loud[0] : loud[-1] + 1]
+
+
+@cache
+def babble() -> np.ndarray:
+    parts = [np.concatenate([speech(BABBLE_TEXT, v)] * 3) for v in BABBLE_VOICES]
+    n = min(p.size for p in parts)
+    mix = sum(p[:n] / p[:n].std() for p in parts)
+    return (mix / mix.std()).astype(np.float32)
+
+
+def scene(x: np.ndarray, noise: str, seed: int) -> np.ndarray:
+    """`x` with 50 ms before and 150 ms after, plus noise relative to its voiced power."""
+    rng = np.random.default_rng(seed)
+    x = x / np.abs(x).max() * 0.3
+    y = np.concatenate([np.zeros(800, np.float32), x, np.zeros(2400, np.float32)])
+    voiced = x[np.abs(x) > 0.05 * np.abs(x).max()]
+    power = float(np.mean(voiced.astype(np.float64) ** 2))
+    if noise == "babble":
+        b = babble()
+        start = int(rng.integers(0, b.size - y.size))
+        return (y + b[start : start + y.size] * np.sqrt(power / 10)).astype(np.float32)
+    return (y + rng.normal(0, np.sqrt(power / 10**4.5), y.size)).astype(np.float32)
+
+
+def commands() -> dict[str, list[str]]:
+    """In-grammar phrases per game: every card name and the calls around them."""
+    d = [x.name.lower() for x in desserts().desserts]
+    menu = poutine()
+    items = sorted({s for m in (*menu.menu, menu.fries) for s in m.spoken})
+    dishes = chaosteria().dishes
+    variants = [v.lower() for x in dishes for v in x.variants]
+    return {
+        "desserts": [*d, "got it", "i got it", "pass", "favorite", f"{d[0]} and {d[5]}",
+                     f"{d[3]} {d[7]} and {d[11]}", f"{d[2]} and {d[9]} and {d[14]}"],
+        "poutine": [*items, "stop", "take it", "ann", "priya", "give two to bob",
+                    "give three to priya"],
+        "chaosteria": [*(f"mine {v}" for v in variants[::2]),
+                       *(f"i serve priya the {v}" for v in variants[1::4]),
+                       *(f"{v} for bob" for v in variants[3::4]),
+                       *(f"nobody ordered {x.dish.lower()}" for x in dishes[::3]),
+                       "bell", "return", "what did i order"],
+    }
+
+
+@cache
+def grammars() -> dict[str, Grammar]:
+    return {g: game_grammar(g, PLAYERS) for g in ("desserts", "poutine", "chaosteria")}
+
+
+_RECOGNIZER: list[Recognizer] = []
+
+
+def _init(backend: str, tuning: str) -> None:
+    options = {"tuning": SphinxTuning.from_json(tuning)} if backend == "sphinx" else {}
+    _RECOGNIZER.append(create_recognizer(backend, **options))
+    for g in grammars().values():
+        _RECOGNIZER[0].prepare(g)
+
+
+def run_voice(job: tuple[tuple[str, int, int], str, str, int]) -> dict[str, object]:
+    """Decode one voice's calls and chatter in one noise condition, streaming in 20 ms
+    blocks; latency is from the last block fed to the finished hypothesis."""
+    voice, noise, split, per_game = job
+    rec = _RECOGNIZER[0]
+    rng = np.random.default_rng(abs(hash(voice)) % 2**32)
+    chatter = TUNE_CHATTER if split == "tune" else heldout_chatter()
+    items = [(g, p, True) for g, ps in commands().items()
+             for p in (ps if per_game <= 0 else rng.choice(ps, min(per_game, len(ps)), False))]
+    items += [(g, c.lower(), False) for c in chatter for g in grammars()]
+    errors, accepts, latency = [], [], []
+    for i, (game, text, in_grammar) in enumerate(items):
+        audio = scene(speech(text, voice), noise, i)
+        stream = rec.stream(grammars()[game])
+        for block in np.array_split(audio, max(1, audio.size // 320)):
+            stream.feed(block)
+        t0 = time.perf_counter()
+        hyp = stream.finish()
+        latency.append(time.perf_counter() - t0)
+        if in_grammar and not (hyp.understood and hyp.text == text):
+            errors.append(f"{game}: {text} -> {hyp.text!r}{'' if hyp.understood else ' (rejected)'}")
+        if not in_grammar and hyp.understood:
+            accepts.append(f"{game}: {text} -> {hyp.text!r}")
+    n_calls = sum(1 for *_, g in items if g)
+    return {"voice": "/".join(map(str, voice)), "noise": noise, "split": split,
+            "calls": n_calls, "errors": errors, "chatter": len(items) - n_calls,
+            "accepts": accepts, "latency_s": latency}
+
+
+def heldout_chatter() -> tuple[str, ...]:
+    from scripts.scenes import CHATTER
+
+    return CHATTER
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both")
+    parser.add_argument("--noise", choices=("clean", "babble", "both"), default="both")
+    parser.add_argument("--per-game", type=int, default=0, help="calls per game (0: all)")
+    parser.add_argument("--backend", default="sphinx")
+    parser.add_argument("--tuning", default="{}", help="SphinxTuning fields as JSON")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--verbose", action="store_true", help="list every error")
+    args = parser.parse_args(argv)
+    splits = ("tune", "heldout") if args.split == "both" else (args.split,)
+    noises = ("clean", "babble") if args.noise == "both" else (args.noise,)
+    jobs = [(v, n, s, args.per_game) for s in splits for n in noises
+            for v in (TUNE if s == "tune" else HELD_OUT)]
+    with Pool(args.jobs, _init, (args.backend, args.tuning)) as pool:
+        results = pool.map(run_voice, jobs)
+    print(f"{'split':8s}{'noise':8s}{'voice':24s}{'calls ok':>12s}{'chatter acc':>14s}")
+    for r in results:
+        calls, chatter = int(r["calls"]), int(r["chatter"])  # type: ignore[call-overload]
+        errors, accepts = r["errors"], r["accepts"]
+        assert isinstance(errors, list) and isinstance(accepts, list)
+        print(f"{r['split']:8s}{r['noise']:8s}{r['voice']:24s}"
+              f"{calls - len(errors):6d}/{calls:<5d}{len(accepts):8d}/{chatter:<5d}")
+        if args.verbose:
+            for line in errors + accepts:
+                print("    " + line)
+    print()
+    for s in splits:
+        for n in noises:
+            rs = [r for r in results if r["split"] == s and r["noise"] == n]
+            calls = sum(int(r["calls"]) for r in rs)  # type: ignore[call-overload]
+            errs = sum(len(r["errors"]) for r in rs)  # type: ignore[arg-type]
+            chat = sum(int(r["chatter"]) for r in rs)  # type: ignore[call-overload]
+            acc = sum(len(r["accepts"]) for r in rs)  # type: ignore[arg-type]
+            lat = np.concatenate([r["latency_s"] for r in rs]) * 1000  # type: ignore[misc]
+            print(f"{s:8s}{n:8s} command accuracy {100 * (calls - errs) / calls:5.1f}% "
+                  f"({calls - errs}/{calls})  chatter accepted {100 * acc / chat:4.1f}% "
+                  f"({acc}/{chat})  finish latency mean {lat.mean():.0f} ms "
+                  f"p95 {np.percentile(lat, 95):.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

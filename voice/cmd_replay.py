@@ -1,0 +1,90 @@
+"""``orderup replay``: referee a whole game from a multichannel recording."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from engine.core import ConfigError, Event
+from voice.cmd_referee import add_game_arguments, add_output_arguments, emit, fail, make_referee
+from voice.games import UnknownGame
+from voice.journal import JournalError
+from voice.transcript import TranscriptError
+
+if TYPE_CHECKING:
+    from voice.table import Heard
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="referee a game from a recording (one channel per player)",
+        description="Runs a multichannel recording through the whole table loop — onsets, "
+        "recognition, arbitration, rules — and prints what the app hears and says. Channel i "
+        "is the i-th player of --players. If FILE.app.wav exists beside the recording (what the "
+        "app played through its speaker), the app's own voice is told apart from the players'.",
+        epilog="example: orderup replay game.wav --game desserts --players Maya,Leo,Priya --seed 11",
+    )
+    p.add_argument("wav", metavar="FILE.wav", help="the recording")
+    add_game_arguments(p, game_option=True)
+    p.add_argument("--app-audio", metavar="FILE",
+                   help="what the app played, aligned to the recording (default: FILE.app.wav)")
+    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default) or vosk")
+    add_output_arguments(p)
+    p.set_defaults(handler=handle)
+
+
+def app_audio_path(wav: str, given: str | None) -> str | None:
+    if given:
+        return given
+    beside = Path(wav).with_suffix(".app.wav")
+    return str(beside) if beside.exists() else None
+
+
+def handle(args: argparse.Namespace) -> int:
+    return replay(args, sys.stdout)
+
+
+def replay(args: argparse.Namespace, out: TextIO) -> int:
+    """Referee the recording ``args.wav``; print events (and what was heard) to ``out``."""
+    from voice.audio import AudioFileError, AudioStreamError, WavSource, read_wav
+    from voice.grammar import GrammarError
+    from voice.models import ModelNotFound
+    from voice.recognize import RecognizerError, create_recognizer
+    from voice.table import TableLoop, with_reference
+
+    try:
+        referee = make_referee(args)
+        source = WavSource(args.wav, realtime=args.realtime)
+        players = referee.state.config.players
+        if source.channels != len(players):
+            raise ConfigError(f"{args.wav} has {source.channels} channels for {len(players)} players")
+        app = app_audio_path(args.wav, args.app_audio)
+        frames = with_reference(source, read_wav(app)[:, 0]) if app else iter(source)
+        loop = TableLoop(referee, create_recognizer(args.backend), players,
+                         app_channel=app is not None, tie_window_ms=args.tie_window_ms)
+        emit(args, out, referee.state.opening)
+        for frame in frames:
+            show(args, out, loop.feed(frame))
+        show(args, out, loop.finish())
+    except (UnknownGame, ConfigError, TranscriptError, JournalError, AudioFileError,
+            AudioStreamError, GrammarError, ModelNotFound, RecognizerError) as exc:
+        return fail(str(exc))
+    emit(args, out, [loop.referee.final()])
+    return 0
+
+
+def show(args: argparse.Namespace, out: TextIO, items: Sequence[Heard | Event]) -> None:
+    """Print heard utterances and game events as they happen."""
+    from voice.table import Heard
+
+    for item in items:
+        if isinstance(item, Heard) and not args.json:
+            mark = "" if item.understood else ", not understood"
+            print(f"{item.onset_s:8.2f}  heard {item.player}: {item.text!r} "
+                  f"({item.confidence:.2f}{mark})", file=out, flush=True)
+        else:
+            emit(args, out, [item.to_json() if isinstance(item, Heard) else item])
