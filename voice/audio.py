@@ -667,12 +667,19 @@ def _sounddevice_stream(
         import sounddevice as sd
     except OSError as exc:  # PortAudio library missing
         raise AudioStreamError(f"live audio unavailable: {exc} (install libportaudio2)") from None
-    return sd.InputStream(
-        device=device,
-        channels=channels,
-        samplerate=rate_hz,
-        blocksize=blocksize,
-        dtype="float32",
-        callback=callback,
-        finished_callback=finished_callback,
-    )
+    try:
+        return sd.InputStream(
+            device=device,
+            channels=channels,
+            samplerate=rate_hz,
+            blocksize=blocksize,
+            dtype="float32",
+            callback=callback,
+            finished_callback=finished_callback,
+        )
+    except (sd.PortAudioError, ValueError) as exc:
+        which = "the default input device" if device is None else f"input device {device!r}"
+        raise AudioStreamError(
+            f"cannot open {which} with {channels} channels at {rate_hz} Hz: {exc} "
+            "(see 'orderup devices')"
+        ) from None

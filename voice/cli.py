@@ -15,6 +15,7 @@ from voice import (
     cmd_demo,
     cmd_listen,
     cmd_models,
+    cmd_play,
     cmd_referee,
     cmd_replay,
     cmd_resume,
@@ -23,6 +24,7 @@ from voice import (
 
 COMMANDS = (
     cmd_demo,
+    cmd_play,
     cmd_referee,
     cmd_replay,
     cmd_resume,

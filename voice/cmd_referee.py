@@ -52,12 +52,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=handle)
 
 
-def add_output_arguments(p: argparse.ArgumentParser) -> None:
+def add_output_arguments(p: argparse.ArgumentParser, journal: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
-    p.add_argument(
-        "--journal", metavar="FILE",
-        help="append every step to this journal as it happens (restore with 'orderup resume FILE')",
-    )
+    if journal:
+        p.add_argument(
+            "--journal", metavar="FILE",
+            help="append every step to this journal as it happens (restore: 'orderup resume FILE')",
+        )
     p.add_argument(
         "--realtime", action="store_true",
         help="pace the transcript in real time, as a live table would hear it",

@@ -54,7 +54,7 @@ def replay(args: argparse.Namespace, out: TextIO) -> int:
     from voice.grammar import GrammarError
     from voice.models import ModelNotFound
     from voice.recognize import RecognizerError, create_recognizer
-    from voice.table import TableLoop, with_reference
+    from voice.table import TableLoop, recorded_reference, with_reference
 
     try:
         referee = make_referee(args)
@@ -63,7 +63,7 @@ def replay(args: argparse.Namespace, out: TextIO) -> int:
         if source.channels != len(players):
             raise ConfigError(f"{args.wav} has {source.channels} channels for {len(players)} players")
         app = app_audio_path(args.wav, args.app_audio)
-        frames = with_reference(source, read_wav(app)[:, 0]) if app else iter(source)
+        frames = with_reference(source, recorded_reference(read_wav(app)[:, 0])) if app else iter(source)
         loop = TableLoop(referee, create_recognizer(args.backend), players,
                          app_channel=app is not None, tie_window_ms=args.tie_window_ms)
         emit(args, out, referee.state.opening)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
-from engine.core import Event
+from engine.core import Event, GameState
+from voice.cmd_play import add_live_arguments
 from voice.cmd_referee import add_output_arguments, emit, fail, run_utterances
-from voice.journal import Journal, JournalError, restore
+from voice.games import GameBinding
+from voice.journal import Journal, JournalError, Setup, restore
 from voice.referee import Referee
 from voice.transcript import TranscriptError, read_transcript
 
@@ -22,7 +26,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("journal", metavar="JOURNAL", help="the journal file written by --journal")
     p.add_argument("--transcript", metavar="FILE", help="the transcript the game was refereed from")
-    add_output_arguments(p)
+    p.add_argument("--play", action="store_true",
+                   help="go on with the live game (microphones as in 'orderup play')")
+    add_output_arguments(p, journal=False)
+    add_live_arguments(p)
     p.set_defaults(handler=handle)
 
 
@@ -41,6 +48,8 @@ def handle(args: argparse.Namespace) -> int:
         setup.players, {"actions": len(restored.actions), "heard": restored.heard},
     )
     emit(args, sys.stdout, [resumed])
+    if args.play:
+        return resume_live(args, game, state, setup)
     if transcript is None:
         emit(args, sys.stdout, [{"type": "final", "finished": state.finished, **state.summary()}])
         return 0
@@ -50,3 +59,21 @@ def handle(args: argparse.Namespace) -> int:
         return fail(str(exc))
     referee = Referee(game, state, journal)
     return run_utterances(args, referee, transcript, transcript.utterances[restored.heard :], sys.stdout)
+
+
+def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[Any], setup: Setup) -> int:
+    """Continue the restored game live, appending to the same journal."""
+    from voice.cmd_play import play_live
+    from voice.table_setup import SetupError, TableSetup, default_path, parse_mics
+
+    try:
+        journal = Journal(args.journal, setup, fresh=False)
+        saved_path = Path(args.setup) if args.setup else default_path()
+        saved = TableSetup.load(saved_path) if args.mics is None and saved_path.exists() else None
+        mics = list(saved.mics) if saved and saved.players == setup.players else parse_mics(
+            args.mics, len(setup.players))
+    except (JournalError, SetupError) as exc:
+        return fail(str(exc))
+    args.game = game.name
+    args.tie_window_ms = setup.options.get("tie_window_ms", 40.0)
+    return play_live(args, Referee(game, state, journal), mics)

@@ -14,9 +14,9 @@ the app's own and are dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -48,13 +48,26 @@ class Heard:
         }
 
 
-def with_reference(frames: Iterable[AudioFrame], reference: np.ndarray) -> Iterator[AudioFrame]:
-    """Append the app's own output (16 kHz mono, aligned to the stream) as a last channel."""
+Reference = Callable[[int, int], np.ndarray]
+"""Reads the app's output for input samples [start, start + n): 16 kHz mono."""
+
+
+def recorded_reference(track: np.ndarray) -> Reference:
+    """A reference read from a recorded track of what the app played (zeros past its end)."""
+
+    def read(start: int, n: int) -> np.ndarray:
+        out = np.zeros(n, np.float32)
+        chunk = track[start : start + n]
+        out[: len(chunk)] = chunk
+        return out
+
+    return read
+
+
+def with_reference(frames: Iterable[AudioFrame], reference: Reference) -> Iterator[AudioFrame]:
+    """Append the app's own output, aligned to the stream, as a last channel."""
     for frame in frames:
-        start, n = frame.start_sample, frame.n_samples
-        ref = np.zeros((n, 1), np.float32)
-        chunk = reference[start : start + n]
-        ref[: len(chunk), 0] = chunk
+        ref = reference(frame.start_sample, frame.n_samples).reshape(-1, 1)
         yield AudioFrame(
             np.hstack([frame.samples, ref]), frame.rate_hz, frame.channels + 1,
             frame.start_sample, frame.t_s,
@@ -88,7 +101,31 @@ class TableLoop:
         self.detector = OnsetDetector(len(self.players) + (1 if app_channel else 0))
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
+        self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
         self.app_utterances = 0
+
+    @property
+    def paused(self) -> bool:
+        return bool(self._pauses) and self._pauses[-1][1] == float("inf")
+
+    def pause(self, t_s: float) -> None:
+        """Stop the game clock at ``t_s``: calls while paused are shown but not refereed."""
+        if not self.paused:
+            self._pauses.append([t_s, float("inf")])
+
+    def resume(self, t_s: float) -> None:
+        if self.paused:
+            self._pauses[-1][1] = t_s
+
+    def game_time(self, t_s: float) -> float | None:
+        """Audio time to game time (pauses taken out); None inside a pause."""
+        paused = 0.0
+        for start, end in self._pauses:
+            if start <= t_s < end:
+                return None
+            if end <= t_s:
+                paused += end - start
+        return t_s - paused
 
     def feed(self, frame: AudioFrame) -> list[Heard | Event]:
         """Analyse one frame; return what was heard and what the game did, in time order."""
@@ -119,12 +156,13 @@ class TableLoop:
             if u.mic == self.app_mic:
                 self.app_utterances += 1
                 continue
-            end_s, hyp = u.result  # type: ignore[misc]
+            end_s, hyp = cast(tuple[float, Hypothesis], u.result)
             player = self.players[u.mic]
             out.append(Heard(u.mic, player, u.onset_s, end_s, hyp.text, hyp.understood, hyp.confidence))
-            if hyp.understood:
-                out += self.referee.hear(u.onset_s, player, hyp.text)
-        watermark = min([self.detector.settled_s, *(onset for onset, _ in self._open)])
-        if watermark > self.referee.state.t:
+            game_t = self.game_time(u.onset_s)
+            if hyp.understood and game_t is not None:
+                out += self.referee.hear(game_t, player, hyp.text)
+        watermark = self.game_time(min([self.detector.settled_s, *(onset for onset, _ in self._open)]))
+        if watermark is not None and watermark > self.referee.state.t:
             out += self.referee.tick(watermark)
         return out

@@ -114,11 +114,53 @@ class Sink(Protocol):
         ...
 
 
-class SpeakerSink:
-    """The laptop's speaker through sounddevice, in 20 ms blocks so speech can be cut."""
+class ReferenceTap:
+    """What the app played, placed on the microphones' sample clock.
 
-    def __init__(self, device: int | str | None = None) -> None:
+    The speaker writes each block with the moment it leaves the speaker; the
+    table loop reads it back by input sample index as the app's reference
+    channel, so the app's own voice can be told from the players'. Alignment is
+    by the monotonic clock and the output latency PortAudio reports.
+    """
+
+    def __init__(self, rate_hz: int = PIPELINE_RATE_HZ, keep_s: float = 5.0) -> None:
+        self.rate_hz = rate_hz
+        self.keep = int(keep_s * rate_hz)
+        self.t0: float | None = None
+        self._lock = threading.Lock()
+        self._blocks: list[tuple[int, np.ndarray]] = []
+
+    def start(self, t0: float) -> None:
+        """The moment input sample 0 was captured (monotonic seconds)."""
+        self.t0 = t0
+
+    def write(self, samples: np.ndarray, at_s: float) -> None:
+        if self.t0 is None:
+            return
+        with self._lock:
+            self._blocks.append((round((at_s - self.t0) * self.rate_hz), samples.reshape(-1).copy()))
+
+    def read(self, start: int, n: int) -> np.ndarray:
+        """The reference for input samples ``start`` to ``start + n`` (zeros where silent)."""
+        out = np.zeros(n, np.float32)
+        with self._lock:
+            self._blocks = [(i, b) for i, b in self._blocks if i + len(b) > start - self.keep]
+            for i, b in self._blocks:
+                lo, hi = max(i, start), min(i + len(b), start + n)
+                if lo < hi:
+                    out[lo - start : hi - start] = b[lo - i : hi - i]
+        return out
+
+
+class SpeakerSink:
+    """The laptop's speaker through sounddevice, in 20 ms blocks so speech can be cut.
+
+    With a ``tap``, every block played is also written to it (see ReferenceTap).
+    """
+
+    def __init__(self, device: int | str | None = None, tap: ReferenceTap | None = None) -> None:
         self.device = device
+        self.tap = tap
 
     def play(self, samples: np.ndarray, stop: threading.Event) -> None:
         try:
@@ -133,7 +175,10 @@ class SpeakerSink:
             for i in range(0, len(samples), block):
                 if stop.is_set():
                     return
-                out.write(samples[i : i + block].reshape(-1, 1))
+                chunk = samples[i : i + block]
+                if self.tap is not None:
+                    self.tap.write(chunk, time.monotonic() + float(out.latency))
+                out.write(chunk.reshape(-1, 1))
 
 
 @dataclass(frozen=True)
@@ -223,7 +268,7 @@ class Announcer:
 
 def start_announcer(
     rate_wpm: int = 170, voice: str | None = None, speaker: bool = True,
-    echo: Callable[[str], None] = print,
+    echo: Callable[[str], None] = print, tap: ReferenceTap | None = None,
 ) -> Announcer:
     """An announcer on the speaker, or a text-only one with a notice when speech is unavailable."""
     try:
@@ -231,4 +276,4 @@ def start_announcer(
     except SpeechUnavailable as exc:
         echo(f"(narration is text only: {exc})")
         synth = None
-    return Announcer(synth, SpeakerSink() if speaker and synth else None, echo=echo)
+    return Announcer(synth, SpeakerSink(tap=tap) if speaker and synth else None, echo=echo)

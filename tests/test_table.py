@@ -1,0 +1,91 @@
+"""The table loop on real recordings: audio → onsets → recognition → arbitration → rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scenes import mix_scene, synth
+
+from voice.audio import PIPELINE_RATE_HZ, WavSource, write_wav
+from voice.journal import Journal, Setup, restore
+from voice.recognize import create_recognizer
+from voice.referee import Referee
+from voice.table import TableLoop
+
+RATE = PIPELINE_RATE_HZ
+PLAYERS = ("Ann", "Bob")
+
+
+def recording(tmp_path: Path) -> Path:
+    """Ann and Bob race for Rocky (Ann 150 ms first); Ann serves the favorite."""
+    calls = [
+        (0, synth("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
+        (1, synth("got it", voice="en-gb", pitch=30, amplitude=0.6), int(1.65 * RATE)),
+        (0, synth("rocky road", voice="en-us", amplitude=0.6), int(3.2 * RATE)),
+    ]
+    scene = mix_scene(calls, 2, noise_snr_db=30.0, seed=3, length=int(5.0 * RATE))
+    path = tmp_path / "table.wav"
+    write_wav(path, scene.audio, RATE)
+    return path
+
+
+def test_replay_referees_a_recorded_game(tmp_path: Path) -> None:
+    wav = recording(tmp_path)
+    stack = tmp_path / "stack.txt"
+    stack.write_text("guests: Rocky\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "voice.cli", "replay", str(wav), "--game", "desserts",
+         "--players", ",".join(PLAYERS), "--stack", str(stack), "--json"],
+        capture_output=True, text=True, check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    heard = [(h["player"], h["text"].removeprefix("i ")) for h in lines
+             if h["type"] == "heard" and h["understood"]]
+    assert heard == [("Ann", "got it"), ("Bob", "got it"), ("Ann", "rocky road")]
+    first = next(e for e in lines if e["type"] == "first")
+    assert first["players"] == ["Ann"]
+    assert lines[-1]["type"] == "final"
+    assert lines[-1]["players"]["Ann"] == {"guests": 1, "hand": 5, "dirty_dishes": 1}
+
+
+def loop_for(tmp_path: Path) -> TableLoop:
+    setup = Setup("desserts", PLAYERS, {"guests": ("Rocky",)}, {}, 1)
+    game, state = setup.new_state()
+    referee = Referee(game, state, Journal(str(tmp_path / "game.jsonl"), setup))
+    return TableLoop(referee, create_recognizer("sphinx"), PLAYERS)
+
+
+def test_loop_journals_every_step_and_resume_restores_it(tmp_path: Path) -> None:
+    loop = loop_for(tmp_path)
+    for frame in WavSource(recording(tmp_path)):
+        loop.feed(frame)
+    loop.finish()
+    _, state, restored = restore(str(tmp_path / "game.jsonl"))
+    assert restored.heard == 3
+    assert state.summary() == loop.referee.state.summary()
+    assert state.summary()["players"]["Ann"]["guests"] == 1
+
+
+def test_calls_during_a_pause_are_heard_but_not_refereed(tmp_path: Path) -> None:
+    loop = loop_for(tmp_path)
+    items = []
+    for frame in WavSource(recording(tmp_path)):
+        if frame.start_sample == RATE:  # pause at 1.0 s, before the race
+            loop.pause(frame.t_s)
+        if frame.start_sample == 3 * RATE:  # resume at 3.0 s, before the serve
+            loop.resume(frame.t_s)
+        items += loop.feed(frame)
+    items += loop.finish()
+    heard = [i for i in items if type(i).__name__ == "Heard"]
+    assert len(heard) == 3
+    kinds = [getattr(i, "kind", None) for i in items]
+    assert "first" not in kinds  # the race happened during the pause
+    refused = [i for i in items if getattr(i, "kind", None) == "refused"]
+    assert refused and refused[0].data["text"] == "rocky road"
+    assert loop.game_time(2.0) is None
+    assert loop.game_time(4.0) == pytest.approx(2.0, abs=0.03)  # two seconds were paused
