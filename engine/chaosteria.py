@@ -32,6 +32,7 @@ from engine.core import (
     GameState,
     IllegalAction,
     Outcome,
+    PlayerAction,
     build_deck,
     join_names,
     rank,
@@ -81,71 +82,54 @@ def dish_named(name: str) -> decks.Dish:
 
 
 @dataclass(frozen=True)
-class PlaceOrder(Action):
+class PlaceOrder(PlayerAction):
     """A player orders: the chosen variant(s) (house orders: exactly one, the card asked)."""
 
-    player: str
-    t: float
     variants: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class ServeDish(Action):
+class ServeDish(PlayerAction):
     """The waiter serves ``dish`` to ``client`` as ``variant`` (None: not said; the app asks)."""
 
-    player: str
-    t: float
     client: str
     dish: str
     variant: str | None = None
 
 
 @dataclass(frozen=True)
-class ReturnDishes(Action):
+class ReturnDishes(PlayerAction):
     """The waiter says "return": he will return dishes nobody ordered."""
-
-    player: str
-    t: float
 
 
 @dataclass(frozen=True)
-class ReturnDish(Action):
+class ReturnDish(PlayerAction):
     """One dish of a return: "nobody ordered the guacamole"."""
 
-    player: str
-    t: float
     dish: str
 
 
 @dataclass(frozen=True)
-class RingBell(Action):
+class RingBell(PlayerAction):
     """The player rings the bell to correct the claim on the dish on the plate."""
-
-    player: str
-    t: float
 
 
 @dataclass(frozen=True)
-class Correct(Action):
+class Correct(PlayerAction):
     """The ringer's correction: ``client`` ordered the dish as ``variant``; client None: nobody.
 
     ``dish`` is the dish the ringer named (None: "it"); ``variant`` None with a
     client gets one "which one?".
     """
 
-    player: str
-    t: float
     client: str | None
     dish: str | None = None
     variant: str | None = None
 
 
 @dataclass(frozen=True)
-class PeekOrders(Action):
+class PeekOrders(PlayerAction):
     """A player asks "what did I order?": a foul; the app answers aloud and charges a complaint."""
-
-    player: str
-    t: float
 
 
 # --- state pieces --------------------------------------------------------------------

@@ -65,6 +65,14 @@ class Action:
 
 
 @dataclass(frozen=True)
+class PlayerAction(Action):
+    """An action some player takes (``player`` is never None)."""
+
+    player: str
+    t: float
+
+
+@dataclass(frozen=True)
 class Tick(Action):
     """Time passing with nobody speaking; lets timers (timeouts, windows) fire."""
 

@@ -21,6 +21,7 @@ from engine.core import (
     GameState,
     IllegalAction,
     Outcome,
+    PlayerAction,
     build_deck,
     join_names,
     rank,
@@ -48,36 +49,26 @@ class DessertsConfig:
 
 
 @dataclass(frozen=True)
-class GotIt(Action):
+class GotIt(PlayerAction):
     """"Got it!": the player claims they can satisfy the guest."""
 
-    player: str
-    t: float
-
 
 @dataclass(frozen=True)
-class Pass(Action):
+class Pass(PlayerAction):
     """"Pass": the player will not serve this guest."""
 
-    player: str
-    t: float
-
 
 @dataclass(frozen=True)
-class Serve(Action):
+class Serve(PlayerAction):
     """The player names the one to three desserts they serve."""
 
-    player: str
-    t: float
     desserts: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class Favorite(Action):
+class Favorite(PlayerAction):
     """"Favorite": another caller trumps a serve; ``desserts`` may follow in a later Serve."""
 
-    player: str
-    t: float
     desserts: tuple[str, ...] = ()
 
 

@@ -38,6 +38,7 @@ from engine.core import (
     GameState,
     IllegalAction,
     Outcome,
+    PlayerAction,
     build_deck,
     join_names,
     started,
@@ -75,37 +76,28 @@ class PoutineConfig:
 
 
 @dataclass(frozen=True)
-class OfferItem(Action):
+class OfferItem(PlayerAction):
     """A cook shouts a menu item (or "fries") to sell it."""
 
-    player: str
-    t: float
     item: str
 
 
 @dataclass(frozen=True)
-class TakeOffer(Action):
+class TakeOffer(PlayerAction):
     """A player waitress takes an offer: "take it" (``cook`` None) or the cook's name."""
 
-    player: str
-    t: float
     cook: str | None = None
 
 
 @dataclass(frozen=True)
-class CallStop(Action):
+class CallStop(PlayerAction):
     """The caller shouts "Stop!", claiming to have disposed of every card."""
-
-    player: str
-    t: float
 
 
 @dataclass(frozen=True)
-class GiveCards(Action):
+class GiveCards(PlayerAction):
     """Mop gifts: one recipient per card given ("give two to Ann" → Ann, Ann); empty keeps."""
 
-    player: str
-    t: float
     to: tuple[str, ...] = ()
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine import chaosteria, desserts, poutine
 from engine.core import Action, GameState
 from voice.intents import chaosteria as chaosteria_intents
 from voice.intents import desserts as desserts_intents
@@ -46,9 +47,7 @@ def _desserts_options(group: argparse._ArgumentGroup) -> None:
 
 
 def _desserts_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ...]], options: Options) -> Any:
-    from engine.desserts import DessertsConfig
-
-    return DessertsConfig(
+    return desserts.DessertsConfig(
         players=players,
         tie_window_ms=options.get("tie_window_ms", 40.0),
         trump_window_s=options.get("trump_window", 1.5),
@@ -56,11 +55,6 @@ def _desserts_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ...]
         stacks=stacks,
     )
 
-
-def _desserts_new_game(config: Any, seed: int) -> GameState[Any]:
-    from engine.desserts import new_game
-
-    return new_game(config, seed)
 
 
 def _poutine_options(group: argparse._ArgumentGroup) -> None:
@@ -80,9 +74,7 @@ def _poutine_options(group: argparse._ArgumentGroup) -> None:
 
 
 def _poutine_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ...]], options: Options) -> Any:
-    from engine.poutine import PoutineConfig
-
-    return PoutineConfig(
+    return poutine.PoutineConfig(
         players=players,
         waitresses=tuple(options.get("waitresses") or ()),
         orders_shown=options.get("orders_shown"),
@@ -91,11 +83,6 @@ def _poutine_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ...]]
         stacks=stacks,
     )
 
-
-def _poutine_new_game(config: Any, seed: int) -> GameState[Any]:
-    from engine.poutine import new_game
-
-    return new_game(config, seed)
 
 
 def _chaosteria_options(group: argparse._ArgumentGroup) -> None:
@@ -116,9 +103,7 @@ def _chaosteria_options(group: argparse._ArgumentGroup) -> None:
 
 
 def _chaosteria_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ...]], options: Options) -> Any:
-    from engine.chaosteria import ChaosteriaConfig
-
-    return ChaosteriaConfig(
+    return chaosteria.ChaosteriaConfig(
         players=players,
         orders=options.get("orders", "house"),
         kitchen=options.get("kitchen", 3),
@@ -127,11 +112,6 @@ def _chaosteria_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ..
         stacks=stacks,
     )
 
-
-def _chaosteria_new_game(config: Any, seed: int) -> GameState[Any]:
-    from engine.chaosteria import new_game
-
-    return new_game(config, seed)
 
 
 GAMES: dict[str, GameBinding] = {
@@ -142,7 +122,7 @@ GAMES: dict[str, GameBinding] = {
         decks=("guests",),
         add_options=_desserts_options,
         make_config=_desserts_config,
-        new_game=_desserts_new_game,
+        new_game=desserts.new_game,
         parse=desserts_intents.parse,
     ),
     "poutine": GameBinding(
@@ -152,7 +132,7 @@ GAMES: dict[str, GameBinding] = {
         decks=("orders",),
         add_options=_poutine_options,
         make_config=_poutine_config,
-        new_game=_poutine_new_game,
+        new_game=poutine.new_game,
         parse=poutine_intents.parse,
     ),
     "chaosteria": GameBinding(
@@ -162,7 +142,7 @@ GAMES: dict[str, GameBinding] = {
         decks=("orders", "dishes"),
         add_options=_chaosteria_options,
         make_config=_chaosteria_config,
-        new_game=_chaosteria_new_game,
+        new_game=chaosteria.new_game,
         parse=chaosteria_intents.parse,
     ),
 }
