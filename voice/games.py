@@ -13,6 +13,7 @@ from typing import Any
 
 from engine import chaosteria, desserts, poutine
 from engine.core import Action, GameState
+from voice.intents import Phrases
 from voice.intents import chaosteria as chaosteria_intents
 from voice.intents import desserts as desserts_intents
 from voice.intents import poutine as poutine_intents
@@ -33,6 +34,8 @@ class GameBinding:
     make_config: Callable[[tuple[str, ...], dict[str, tuple[str, ...]], Options], Any]
     new_game: Callable[[Any, int], GameState[Any]]
     parse: Callable[[str, str, float, Any], Action]
+    phrases: Callable[[tuple[str, ...], Any], Phrases]
+    """What can be said now (templates and slots): the recogniser's grammar of the moment."""
 
 
 def _desserts_options(group: argparse._ArgumentGroup) -> None:
@@ -124,6 +127,7 @@ GAMES: dict[str, GameBinding] = {
         make_config=_desserts_config,
         new_game=desserts.new_game,
         parse=desserts_intents.parse,
+        phrases=desserts_intents.phrases,
     ),
     "poutine": GameBinding(
         name="poutine",
@@ -134,6 +138,7 @@ GAMES: dict[str, GameBinding] = {
         make_config=_poutine_config,
         new_game=poutine.new_game,
         parse=poutine_intents.parse,
+        phrases=poutine_intents.phrases,
     ),
     "chaosteria": GameBinding(
         name="chaosteria",
@@ -144,6 +149,7 @@ GAMES: dict[str, GameBinding] = {
         make_config=_chaosteria_config,
         new_game=chaosteria.new_game,
         parse=chaosteria_intents.parse,
+        phrases=chaosteria_intents.phrases,
     ),
 }
 

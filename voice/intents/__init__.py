@@ -65,3 +65,16 @@ class Vocabulary:
                     raise UnparseableUtterance(text, f"{tokens[i]!r} is not a name I know here")
                 i += 1
         return names
+
+
+Phrases = tuple[tuple[str, ...], dict[str, tuple[str, ...]]]
+"""Phrase templates with ``{slot}`` references, and each slot's alternatives."""
+
+
+def lists(slot: str, most: int) -> tuple[str, ...]:
+    """'{slot}', '{slot} and {slot}', '{slot} {slot} and {slot}', … up to ``most`` items."""
+    out = [f"{{{slot}}}"]
+    for n in range(2, most + 1):
+        out.append(" ".join([f"{{{slot}}}"] * (n - 1)) + f" and {{{slot}}}")
+        out.append(" and ".join([f"{{{slot}}}"] * n))
+    return tuple(dict.fromkeys(out))

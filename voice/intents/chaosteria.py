@@ -26,7 +26,14 @@ from engine.chaosteria import (
     dish_named,
 )
 from engine.core import Action
-from voice.intents import AmbiguousUtterance, UnparseableUtterance, Vocabulary, words
+from voice.intents import (
+    AmbiguousUtterance,
+    Phrases,
+    UnparseableUtterance,
+    Vocabulary,
+    lists,
+    words,
+)
 
 BELL = {("bell",), ("ding",), ("ring",), ("ring", "the", "bell"), ("i", "ring", "the", "bell")}
 RETURN = {
@@ -40,6 +47,7 @@ RETURN = {
 }
 PEEK = {("what", "did", "i", "order"), ("what's", "my", "order"), ("what", "is", "my", "order")}
 FILLERS = (
+    "and",
     "the",
     "a",
     "an",
@@ -141,3 +149,38 @@ def _claim(text: str, player: str, t: float, names: list[str], state: Chaosteria
     if client is None:
         return ReturnDish(player, t, dish)
     return ServeDish(player, t, client, dish, variant)
+
+
+def phrases(players: tuple[str, ...], state: ChaosteriaState | None = None) -> Phrases:
+    """What a player may say in Chaosteria now: the grammar of the moment.
+
+    While orders are taken: one to five variants (house orders: the variants of
+    the cards dealt). Once serving has begun: serves, returns, the bell and
+    corrections, naming only the dishes in the kitchen and on the plate.
+    """
+    deck = decks.chaosteria()
+    dishes = deck.dishes
+    ordering = state is None or state.phase == "ordering"
+    serving = state is None or state.phase != "ordering"
+    if state is not None and serving:
+        shown = {*state.kitchen, *([state.plate] if state.plate else [])}
+        dishes = tuple(d for d in deck.dishes if d.dish in shown) or deck.dishes
+    templates = (
+        *(lists("order", 5) if ordering else ()),
+        "what did i order",
+        *(() if not serving else (
+            "i serve {player} the {variant}", "i serve {player} the {dish}", "{player} {variant}",
+            "{player} the {dish}", "{variant} for {player}", "the {dish} for {player}",
+            "{variant}", "return", "nobody ordered {dish}", "nobody ordered the {dish}", "{dish}",
+            "the {dish}", "bell", "{player} ordered it {variant}", "mine {variant}",
+        )),
+    )
+    return (
+        templates,
+        {
+            "order": tuple(v for d in deck.dishes for v in d.variants),
+            "player": players,
+            "variant": tuple(v for d in dishes for v in d.variants),
+            "dish": tuple(d.dish for d in dishes),
+        },
+    )

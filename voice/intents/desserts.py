@@ -7,7 +7,7 @@ from functools import cache
 from engine import decks
 from engine.core import Action
 from engine.desserts import DessertsState, Favorite, GotIt, Pass, Serve
-from voice.intents import UnparseableUtterance, Vocabulary, words
+from voice.intents import Phrases, UnparseableUtterance, Vocabulary, lists, words
 
 GOT_IT = {("got", "it"), ("i", "got", "it"), ("i've", "got", "it"), ("got", "it", "got", "it")}
 PASS = {("pass",), ("i", "pass")}
@@ -34,3 +34,13 @@ def parse(text: str, player: str, t: float, state: DessertsState | None = None) 
     if len(served) > 3:
         raise UnparseableUtterance(text, "a serve is at most three desserts")
     return Serve(player, t, tuple(served))
+
+
+def phrases(players: tuple[str, ...], state: DessertsState | None = None) -> Phrases:
+    """What a player may say in Just Desserts: calls, and serves of one to three desserts."""
+    serves = lists("dessert", 3)
+    calls = ("got it", "i got it", "pass", "i pass", "favorite")
+    return (
+        (*calls, *serves, *(f"favorite {s}" for s in serves)),
+        {"dessert": tuple(d.name for d in decks.desserts().desserts)},
+    )

@@ -14,7 +14,7 @@ from functools import cache
 from engine import decks
 from engine.core import Action
 from engine.poutine import CallStop, GiveCards, OfferItem, PoutineState, TakeOffer
-from voice.intents import UnparseableUtterance, Vocabulary, words
+from voice.intents import Phrases, UnparseableUtterance, Vocabulary, words
 
 STOP = {("stop",), ("stop", "stop")}
 TAKE = {("take", "it"), ("i'll", "take", "it"), ("i", "take", "it"), ("taken",)}
@@ -97,3 +97,17 @@ def gift(tokens: Sequence[str], names: dict[tuple[str, ...], str], text: str) ->
             )
         to += [name] * (NUMBERS.get(count[0]) or int(count[0]))
     return tuple(to)
+
+
+def phrases(players: tuple[str, ...], state: PoutineState | None = None) -> Phrases:
+    """What a player may say in Miss Poutine: an item, "stop", a waitress's take, a mop gift."""
+    deck = decks.poutine()
+    gift = "give {number} to {player}"
+    return (
+        ("{item}", "stop", "take it", "{player}", "keep", gift, f"{gift} and {{number}} to {{player}}"),
+        {
+            "item": tuple(form for m in (*deck.menu, deck.fries) for form in m.spoken),
+            "player": players,
+            "number": ("one", "two", "three"),
+        },
+    )
