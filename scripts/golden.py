@@ -21,7 +21,7 @@ from voice.transcript import parse_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
-DEMO = ROOT / "voice" / "data" / "demo_desserts.txt"
+DEMO = ROOT / "voice" / "data" / "demo" / "desserts.txt"
 
 
 def cases() -> list[tuple[str, Path, Path]]:

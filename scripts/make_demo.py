@@ -35,7 +35,7 @@ from voice.referee import Referee
 NARRATION_GAP_S = 0.25
 """Silence the app leaves between two lines of narration."""
 
-VORBIS_COMPRESSION = 0.6
+VORBIS_COMPRESSION = 1.0
 """libsndfile's Vorbis compression level (0 best quality … 1 smallest), a size/fidelity trade."""
 
 

@@ -245,8 +245,8 @@ class WavSource:
             info = sf.info(str(self.path))
         except (RuntimeError, OSError) as exc:  # LibsndfileError is a RuntimeError
             raise AudioFileError(f"{self.path}: not a readable audio file ({exc})") from None
-        if info.format not in ("WAV", "WAVEX", "RF64"):
-            raise AudioFileError(f"{self.path}: is {info.format_info}, not a WAV file")
+        if info.format not in ("WAV", "WAVEX", "RF64", "FLAC", "OGG"):
+            raise AudioFileError(f"{self.path}: is {info.format_info}, not a WAV, FLAC or Ogg file")
         if info.frames <= 0:
             raise AudioFileError(f"{self.path}: WAV file holds no samples")
         self.file_rate_hz = int(info.samplerate)

@@ -1,4 +1,4 @@
-"""``orderup demo``: referee a bundled game so everyone hears what the app does."""
+"""``orderup demo``: a recorded game played through the whole app, no microphone needed."""
 
 from __future__ import annotations
 
@@ -6,29 +6,42 @@ import argparse
 import sys
 from importlib import resources
 
-from voice.cmd_referee import referee_transcript
 from voice.transcript import parse_transcript
 
-DEMO = "demo_desserts.txt"
+DEMO = "demo"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "demo",
-        help="referee a bundled short game of Just Desserts, no microphone needed",
-        description="Plays a bundled transcript of a short Just Desserts game through the "
-        "referee and prints what the app says.",
+        help="play a bundled recording of a game of Just Desserts through the whole app",
+        description="Replays a bundled recording of a short game of Just Desserts — three "
+        "players at a table, one microphone each, the app's own voice from its speaker — "
+        "through onset detection, recognition, arbitration and the rules, printing what the "
+        "app hears and says as it happens. The recording is made by scripts/make_demo.py.",
     )
+    p.add_argument("--transcript", action="store_true",
+                   help="referee the demo's transcript instead of its recording (instant)")
+    p.add_argument("--realtime", action="store_true", help="play at the pace of the recording")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    text = resources.files("voice").joinpath("data", DEMO).read_text("utf-8")
-    transcript = parse_transcript(text.splitlines(), DEMO)
     from voice.cli import build_parser
+    from voice.cmd_referee import referee_transcript
+    from voice.cmd_replay import replay
 
-    argv = ["referee", "desserts", "--transcript", DEMO] + (["--json"] if args.json else [])
-    options = build_parser().parse_args(argv)
-    print("orderup demo: a short game of Just Desserts, refereed from a transcript.\n")
-    return referee_transcript(options, transcript, sys.stdout)
+    folder = resources.files("voice").joinpath("data", DEMO)
+    text = folder.joinpath("desserts.txt").read_text("utf-8")
+    transcript = parse_transcript(text.splitlines(), "desserts.txt")
+    flags = [flag for flag, on in (("--json", args.json), ("--realtime", args.realtime)) if on]
+    if args.transcript:
+        options = build_parser().parse_args(["referee", "desserts", "--transcript", "-", *flags])
+        return referee_transcript(options, transcript, sys.stdout)
+    recording = str(folder.joinpath("desserts.ogg"))
+    options = build_parser().parse_args(["replay", recording, "--game", "desserts", *flags])
+    if not args.json:
+        print("orderup demo: a recorded game of Just Desserts, heard through three microphones.\n"
+              "Lines starting 'heard' are what the app recognised; the others are what it says.\n")
+    return replay(options, sys.stdout, transcript)

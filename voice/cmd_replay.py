@@ -12,7 +12,7 @@ from engine.core import ConfigError, Event
 from voice.cmd_referee import add_game_arguments, add_output_arguments, emit, fail, make_referee
 from voice.games import UnknownGame
 from voice.journal import JournalError
-from voice.transcript import TranscriptError
+from voice.transcript import Transcript, TranscriptError
 
 if TYPE_CHECKING:
     from voice.table import Heard
@@ -38,18 +38,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def app_audio_path(wav: str, given: str | None) -> str | None:
+    """The app's playback track: given, or FILE.app.wav / FILE.app.ogg beside the recording."""
     if given:
         return given
-    beside = Path(wav).with_suffix(".app.wav")
-    return str(beside) if beside.exists() else None
+    for suffix in (".app.wav", ".app" + Path(wav).suffix):
+        beside = Path(wav).with_suffix(suffix)
+        if beside.exists():
+            return str(beside)
+    return None
 
 
 def handle(args: argparse.Namespace) -> int:
     return replay(args, sys.stdout)
 
 
-def replay(args: argparse.Namespace, out: TextIO) -> int:
-    """Referee the recording ``args.wav``; print events (and what was heard) to ``out``."""
+def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None = None) -> int:
+    """Referee the recording ``args.wav``; print events (and what was heard) to ``out``.
+
+    A ``transcript``'s directives may give the players, seed and stacked decks.
+    """
     from voice.audio import AudioFileError, AudioStreamError, WavSource, read_wav
     from voice.grammar import GrammarError
     from voice.models import ModelNotFound
@@ -57,7 +64,7 @@ def replay(args: argparse.Namespace, out: TextIO) -> int:
     from voice.table import TableLoop, recorded_reference, with_reference
 
     try:
-        referee = make_referee(args)
+        referee = make_referee(args, transcript)
         source = WavSource(args.wav, realtime=args.realtime)
         players = referee.state.config.players
         if source.channels != len(players):
