@@ -314,17 +314,17 @@ def synth(text: str, voice: Voice) -> np.ndarray:
 
 
 def command_phrases() -> tuple[tuple[str, str], ...]:
-    """Every in-grammar phrase a player may say, as (grammar, text): the calls, and the card
-    names of the three games' decks (desserts, poutine menu's spoken forms, chaosteria dishes)."""
+    """Every in-grammar phrase a player may say, as (grammar, text): the calls, and the cards
+    of the three games' decks as said in play (desserts by name, the poutine menu's spoken
+    forms, chaosteria's variants claimed and dishes returned: "mine onion soup", "nobody
+    ordered soup" — the game grammar has no bare dish names)."""
     phrases = [("call", c) for c in CALLS]
     phrases += [("desserts", d.name.lower()) for d in decks.desserts().desserts]
     menu = decks.poutine()
     phrases += [("poutine", s) for item in (*menu.menu, menu.fries) for s in item.spoken]
-    phrases += [
-        ("chaosteria", name.lower())
-        for dish in decks.chaosteria().dishes
-        for name in (dish.dish, *dish.variants)
-    ]
+    for dish in decks.chaosteria().dishes:
+        phrases += [("chaosteria", f"mine {v.lower()}") for v in dish.variants]
+        phrases.append(("chaosteria", f"nobody ordered {dish.dish.lower()}"))
     return tuple(dict.fromkeys(phrases))
 
 

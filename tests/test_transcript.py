@@ -142,7 +142,7 @@ def test_help_teaches_the_transcript_format() -> None:
     assert "SECONDS SPEAKER: TEXT" in run.stdout and "--tie-window-ms" in run.stdout
 
 
-def test_demo_plays_to_the_end() -> None:
-    run = run_cli("demo")
+def test_demo_transcript_plays_to_the_end() -> None:
+    run = run_cli("demo", "--transcript")
     assert run.returncode == 0, run.stderr
     assert "Game over." in run.stdout

@@ -78,6 +78,7 @@ class OnsetConfig:
     bleed_leak_db: tuple[float, float] = (-25.0, -6.0)
     bleed_new_source_db: float = -10.0
     bleed_tail_ms: float = 200.0
+    echo_decay_db_per_s: float = 100.0
     max_segment_ms: float = 15_000.0
 
 
@@ -277,8 +278,13 @@ class OnsetDetector:
             butter(2, cfg.highpass_hz, "highpass", fs=self.rate_hz, output="sos")
         )
         self._zi = np.zeros((self._sos.shape[0], 2, channels))
+        self._echo_zi = np.zeros_like(self._zi)
         self._raw = _History(channels)
         self._band = _History(channels)
+        self._echo_band = _History(channels)  # band-passed residual echo signal, see feed
+        self._echo = _History(channels)  # whitened residual echo power to expect, per sample
+        self._echo_hold = np.zeros(channels)  # its peak-hold envelope, per hop
+        self._echo_decay = 10 ** (-cfg.echo_decay_db_per_s * cfg.hop_ms / 1000 / 10)
         self._done = 0  # absolute index: samples analysed so far (whole hops), i.e. "now"
         self._acf = np.zeros((channels, p + 1))  # background autocorrelation, lags 0..p
         self._lpc = np.zeros((channels, p + 1))  # whitening filters, a[0] = 1
@@ -313,8 +319,12 @@ class OnsetDetector:
         """:attr:`settled_sample` in seconds."""
         return self.settled_sample / self.rate_hz
 
-    def feed(self, frame: AudioFrame) -> list[Event]:
-        """Analyse one frame; return the events it completes, in the order they were decided."""
+    def feed(self, frame: AudioFrame, residual_echo: np.ndarray | None = None) -> list[Event]:
+        """Analyse one frame; return the events it completes, in the order they were decided.
+
+        `residual_echo` (n, channels), when the frame has been through an echo canceller: a
+        signal whose power is the app's echo the canceller may have left in each mic (see
+        :class:`voice.echo.Cancelled`); speech is judged against the floor plus that."""
         if frame.rate_hz != self.rate_hz or frame.channels != self.channels:
             raise AudioStreamError(
                 f"OnsetDetector expects {self.rate_hz} Hz x{self.channels}, "
@@ -330,6 +340,15 @@ class OnsetDetector:
         self._raw.append(x)
         y, self._zi = sosfilt(self._sos, x, axis=0, zi=self._zi)
         self._band.append(y.astype(np.float32))
+        if residual_echo is not None and residual_echo.shape != x.shape:
+            raise AudioStreamError(
+                f"residual_echo has shape {residual_echo.shape}, the frame {x.shape}"
+            )
+        if residual_echo is None:
+            self._echo_band.append(np.zeros_like(x))
+        else:
+            r, self._echo_zi = sosfilt(self._sos, residual_echo, axis=0, zi=self._echo_zi)
+            self._echo_band.append(r.astype(np.float32))
         events: list[Event] = []
         while self._done + self._hop <= self._raw.end:
             self._done += self._hop
@@ -372,6 +391,7 @@ class OnsetDetector:
         removed_w = self._whiten(removed, lpc)
         if removed.any():
             noise += leak * _moving_mean(removed_w * removed_w, self._hop)
+        noise += self._echo.get(start, stop)[:, mics]
         return _Sig(self._whiten(resid, lpc), noise, resid, removed_w)
 
     def _llr(self, sig: _Sig) -> np.ndarray:
@@ -403,8 +423,21 @@ class OnsetDetector:
 
     # ------------------------------------------------------------------ per hop
 
+    def _track_echo(self, s: int, e: int) -> None:
+        """The residual echo power to expect in hop [s, e): the whitened power of what the
+        echo canceller may have missed, held at its peak and let decay like a room's tail
+        (what it misses is mostly reverberation, smeared over the next hundreds of ms)."""
+        echo = self._echo_band.get(s - self._order, e)
+        if echo.any():
+            w = self._whiten(echo, self._lpc)
+            self._echo_hold = np.maximum(np.mean(w * w, axis=0), self._echo_hold * self._echo_decay)
+        else:
+            self._echo_hold *= self._echo_decay
+        self._echo.append(np.repeat(self._echo_hold[None, :].astype(np.float32), e - s, axis=0))
+
     def _hop_step(self, s: int, events: list[Event]) -> None:
         e = s + self._hop
+        self._track_echo(s, e)
         everyone = list(range(self.channels))
         first = np.isnan(self._floor)
         if first.any():  # the very first hop: start the background model from it
@@ -631,3 +664,5 @@ class OnsetDetector:
         keep -= self._max_delay + self.config.bleed_fir_taps + self._order
         self._raw.trim_before(keep)
         self._band.trim_before(keep)
+        self._echo.trim_before(keep)
+        self._echo_band.trim_before(keep)
