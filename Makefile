@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.orderup-installed
 
-.PHONY: demo test bench system clean
+.PHONY: demo test bench lint system clean
 
 system:
 	@scripts/system_deps.sh
@@ -22,6 +22,11 @@ demo: system $(STAMP)
 
 test: system $(STAMP)
 	@$(PY) -m pytest
+
+lint: system $(STAMP)
+	@$(PY) -m pip install -qq --disable-pip-version-check -e '.[dev]'
+	@$(VENV)/bin/ruff check engine voice scripts tests
+	@$(VENV)/bin/mypy engine voice
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
