@@ -61,6 +61,12 @@ class Session:
     room: Room
     snr_db: float | None = 20.0
     noise: str | None = "babble"
+    options: tuple[tuple[str, str], ...] = ()
+    """Game options as on the command line, e.g. (("orders", "table"),)."""
+
+    @property
+    def flags(self) -> list[str]:
+        return [f for k, v in self.options for f in (f"--{k.replace('_', '-')}", v)]
 
 
 def s(after: float, player: str, text: str) -> Step:
@@ -121,7 +127,52 @@ DESSERTS = Session(
     room=Room((6.0, 5.0, 2.7), 0.4),
 )
 
-SESSIONS = {session.game: session for session in (DESSERTS,)}
+POUTINE = Session(
+    game="poutine",
+    players=(("Ann", Voice("en-us", 180, 45)), ("Bob", Voice("en-029+m3", 165, 50)),
+             ("Cat", Voice("en+f3", 170, 65))),
+    seed=5,
+    stacks={"orders": ("Order 7", "Order 11", "Order 3", "Order 2", "Order 17", "Order 8")},
+    steps=(
+        s(0.6, "Ann", "gravy"), race(0.35, "Bob", "fries"),
+        s(0.5, "Cat", "burger"), race(0.06, "Ann", "burger"),
+        s(0.5, "Bob", "hot dog"), race(0.4, "Cat", "coleslaw"),
+        s(0.5, "Ann", "pop"), race(0.5, "Cat", "rings"),
+        s(0.5, "Bob", "stop"),
+        s(0.5, "Cat", "hot dog"), race(0.3, "Ann", "fries"),
+        s(0.5, "Bob", "gravy"), race(0.7, "Cat", "dog"),
+    ),
+    room=Room((5.0, 4.0, 2.6), 0.3),
+    snr_db=20.0,
+    noise="clatter",
+)
+
+CHAOSTERIA = Session(
+    game="chaosteria",
+    players=(("Andy", Voice("en-us", 170, 40)), ("Johnny", Voice("en", 175, 55)),
+             ("Sophie", Voice("en-us+f3", 165, 60))),
+    seed=3,
+    stacks={"dishes": ("Soup", "Salmon", "Steak", "Pizza", "Corn", "Tea", "Wine")},
+    steps=(
+        s(0.6, "Andy", "classic guacamole and rare steak and french fries and cola and apple pie"),
+        s(0.6, "Johnny", "onion soup and beef burger and white rice and green tea and chocolate cake"),
+        s(0.6, "Sophie",
+          "caesar salad and miso ramen and garlic bread and hot coffee and rice pudding"),
+        s(0.6, "Andy", "i serve sophie the onion soup"), race(1.0, "Johnny", "bell"),
+        race(0.8, "Johnny", "mine onion soup"),
+        s(0.6, "Johnny", "return"), s(0.4, "Johnny", "nobody ordered salmon"),
+        s(0.4, "Johnny", "pizza"), s(0.4, "Johnny", "steak"), race(0.9, "Andy", "bell"),
+        race(0.8, "Andy", "mine rare steak"),
+        s(0.6, "Sophie", "johnny green tea"),
+        s(0.6, "Andy", "what did i order"),
+    ),
+    room=Room((5.5, 4.5, 2.7), 0.35),
+    snr_db=20.0,
+    noise="babble",
+    options=(("orders", "table"),),
+)
+
+SESSIONS = {session.game: session for session in (DESSERTS, POUTINE, CHAOSTERIA)}
 
 
 def duration_s(text: str) -> float:
@@ -131,7 +182,7 @@ def duration_s(text: str) -> float:
 def play_session(session: Session) -> tuple[list[Line], list[tuple[float, str]], list[str]]:
     """Run the steps against the referee: player lines, narration and the truth transcript."""
     names = [name for name, _ in session.players]
-    setup = Setup(session.game, tuple(names), session.stacks, {}, session.seed)
+    setup = Setup(session.game, tuple(names), session.stacks, dict(session.options), session.seed)
     game, state = setup.new_state()
     referee = Referee(game, state)
     narration: list[tuple[float, str]] = []
@@ -192,7 +243,8 @@ def write(session: Session, out: Path) -> None:
     write_ogg(out / f"{session.game}.ogg", scene.audio)
     write_ogg(out / f"{session.game}.app.ogg", scene.playback[:, None])
     head = [
-        f"# The demo game of {lookup(session.game).title}, as recorded by scripts/make_demo.py.",
+        *([f"# options: {' '.join(session.flags)}"] if session.flags else []),
+        f"# A game of {lookup(session.game).title}, as recorded by scripts/make_demo.py.",
         f"@players {', '.join(name for name, _ in session.players)}",
         f"@seed {session.seed}",
         *(f"@stack {deck}: {', '.join(cards)}" for deck, cards in session.stacks.items()),
@@ -207,10 +259,10 @@ def write(session: Session, out: Path) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game", choices=sorted(SESSIONS), action="append",
-                        help="which demo to record (default: all)")
+                        help="which game to record (default: desserts, the bundled demo)")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "voice" / "data" / "demo"))
     args = parser.parse_args(argv)
-    for game in args.game or sorted(SESSIONS):
+    for game in args.game or ["desserts"]:
         write(SESSIONS[game], Path(args.out))
     return 0
 

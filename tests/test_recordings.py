@@ -1,0 +1,60 @@
+"""Whole games from recordings: what the app hears must referee to the true final scores.
+
+Each recording is a scripted game rendered in a simulated room by
+scripts/make_demo.py (players' voices, bleed, reverberation, noise and the app's
+own narration from its speaker), with its truth as a transcript. Replaying the
+audio through the full table loop must end exactly as refereeing the truth does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "voice" / "data" / "demo"
+
+
+def orderup(*argv: str) -> list[dict[str, object]]:
+    run = subprocess.run([sys.executable, "-m", "voice.cli", *argv], capture_output=True,
+                         text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    return [json.loads(line) for line in run.stdout.splitlines()]
+
+
+def options(truth: Path) -> list[str]:
+    first = truth.read_text("utf-8").splitlines()[0]
+    return first.removeprefix("# options:").split() if first.startswith("# options:") else []
+
+
+def check(game: str, recording: Path, truth: Path) -> None:
+    expected = orderup("referee", game, "--transcript", str(truth), "--json", *options(truth))[-1]
+    players = next(line for line in truth.read_text("utf-8").splitlines() if line.startswith("@players"))
+    seed = next(line for line in truth.read_text("utf-8").splitlines() if line.startswith("@seed"))
+    stacks = [line.removeprefix("@stack ") for line in truth.read_text("utf-8").splitlines()
+              if line.startswith("@stack")]
+    stack_file = recording.with_suffix(".stack")
+    stack_file.write_text("\n".join(stacks) + "\n", "utf-8")
+    heard = orderup(
+        "replay", str(recording), "--game", game, "--json", *options(truth),
+        "--players", players.removeprefix("@players ").replace(" ", ""),
+        "--seed", seed.removeprefix("@seed "), "--stack", str(stack_file),
+    )
+    assert heard[-1] == expected
+
+
+def test_the_bundled_demo_replays_to_its_true_final_scores(tmp_path: Path) -> None:
+    for name in ("desserts.ogg", "desserts.app.ogg"):
+        (tmp_path / name).write_bytes((DEMO / name).read_bytes())
+    check("desserts", tmp_path / "desserts.ogg", DEMO / "desserts.txt")
+
+
+@pytest.mark.parametrize("game", ["poutine", "chaosteria"])
+def test_a_recorded_game_replays_to_its_true_final_scores(game: str, tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_demo.py"), "--game", game,
+                    "--out", str(tmp_path)], check=True, capture_output=True)
+    check(game, tmp_path / f"{game}.ogg", tmp_path / f"{game}.txt")
