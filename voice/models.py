@@ -54,7 +54,7 @@ class ModelSpec:
 CATALOGUE: tuple[ModelSpec, ...] = (
     ModelSpec(
         "sphinx-en-us", "sphinx", "PocketSphinx US English (bundled in the pocketsphinx wheel)",
-        "en-us", "en-us/mdef",
+        "en-us", "en-us/en-us/mdef",
     ),
     ModelSpec(
         "vosk-en-small", "vosk", "Vosk small US English 0.15 (about 40 MB, Apache-2.0)",

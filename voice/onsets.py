@@ -63,7 +63,10 @@ class OnsetConfig:
     whitening_order: int = 8
     whitening_range_db: float = 30.0
     floor_time_ms: float = 500.0
-    warmup_ms: float = 100.0
+    warmup_ms: float = 200.0
+    floor_window_ms: float = 1500.0
+    floor_quantile: float = 0.9
+    level_update_ms: float = 25.0
     cusum_ratio_db: float = 6.0
     alarm_llr: float = 30.0
     active_db: float = 6.0
@@ -78,6 +81,10 @@ class OnsetConfig:
     bleed_leak_db: tuple[float, float] = (-25.0, -6.0)
     bleed_new_source_db: float = -10.0
     bleed_tail_ms: float = 200.0
+    envelope_ms: float = 2.0
+    copy_max_lag_ms: float = 16.0
+    copy_window_ms: float = 30.0
+    copy_level_db: float = -4.0
     echo_decay_db_per_s: float = 100.0
     max_segment_ms: float = 15_000.0
 
@@ -263,6 +270,11 @@ class OnsetDetector:
         self._tail = round(cfg.bleed_tail_ms * per_ms)
         self._max_segment = round(cfg.max_segment_ms * per_ms)
         self._warmup = round(cfg.warmup_ms * per_ms)
+        self._level_every = max(1, round(cfg.level_update_ms / cfg.hop_ms))
+        self._envelope_bin = max(1, round(cfg.envelope_ms * per_ms))
+        self._copy_lags = round(cfg.copy_max_lag_ms / cfg.envelope_ms)
+        self._copy_window = round(cfg.copy_window_ms * per_ms)
+        self._copy_ratio = 10 ** (cfg.copy_level_db / 10)
         self._min_active_hops = max(1, math.ceil(cfg.min_active_ms / cfg.hop_ms))
         gamma = 10 ** (cfg.cusum_ratio_db / 10)
         self._llr_scale = 0.5 * (1 - 1 / gamma)
@@ -290,6 +302,12 @@ class OnsetDetector:
         self._lpc = np.zeros((channels, p + 1))  # whitening filters, a[0] = 1
         self._lpc[:, 0] = 1.0
         self._floor = np.full(channels, np.nan)  # whitened noise power per sample
+        # the whitened power of recent background hops (nan: the mic was busy then); the floor
+        # speech is judged against is at least their `floor_quantile`, so the peaks of a
+        # fluctuating background (babble at the next table) are not taken for speech
+        self._recent = np.full((max(1, round(cfg.floor_window_ms / cfg.hop_ms)), channels), np.nan)
+        self._recent_at = 0
+        self._level = np.zeros(channels)
         self._learned = np.zeros(channels, np.int64)  # quiet hops learned from
         self._c = np.zeros(channels)
         self._m = np.zeros(channels)
@@ -387,7 +405,7 @@ class OnsetDetector:
                 leak[j] = max(leak[j], b.leak)
         resid -= removed
         lpc = self._lpc[mics]
-        noise = np.repeat(self._floor[mics][None, :], stop - start, axis=0)
+        noise = np.repeat(self._noise_floor()[mics][None, :], stop - start, axis=0)
         removed_w = self._whiten(removed, lpc)
         if removed.any():
             noise += leak * _moving_mean(removed_w * removed_w, self._hop)
@@ -435,6 +453,22 @@ class OnsetDetector:
             self._echo_hold *= self._echo_decay
         self._echo.append(np.repeat(self._echo_hold[None, :].astype(np.float32), e - s, axis=0))
 
+    def _noise_floor(self) -> np.ndarray:
+        """Whitened background power per sample: the fitted floor, or the upper part of what
+        the background has recently been, whichever is higher."""
+        return np.maximum(self._floor, self._level)
+
+    def _track_level(self, power: np.ndarray) -> None:
+        """Add one hop's background power per mic (nan where busy); refresh the level."""
+        self._recent[self._recent_at % self._recent.shape[0]] = power
+        self._recent_at += 1
+        if self._recent_at % self._level_every == 0:
+            seen = ~np.all(np.isnan(self._recent), axis=0)
+            if seen.any():
+                self._level[seen] = np.nanquantile(
+                    self._recent[:, seen], self.config.floor_quantile, axis=0
+                )
+
     def _hop_step(self, s: int, events: list[Event]) -> None:
         e = s + self._hop
         self._track_echo(s, e)
@@ -454,7 +488,8 @@ class OnsetDetector:
         # learn the background only from hops that are plainly background: idle, no bleed
         # being subtracted, not much above the floor
         unbled = np.array([not b for b in self._bleed])
-        quiet = still_idle & unbled & (power < 4 * self._floor)
+        self._track_level(np.where(still_idle & unbled, power, np.nan))
+        quiet = still_idle & unbled & (power < 4 * self._noise_floor())
         if quiet.any():
             self._learn_background(sig.residual, quiet, power < self._floor / 2)
         active = power > noise * self._active
@@ -470,10 +505,12 @@ class OnsetDetector:
                 elif e - self._onset[ch] >= self._max_segment:
                     self._end(ch, events)  # a noise change, not a speech: relearn the floor
                     self._floor[ch] = np.nan
+                    self._recent[:, ch] = np.nan
+                    self._level[ch] = 0.0
                     self._learned[ch] = 0
         # a bleed path lives while its leader's mic is loud, and a tail after
         raw = self._whiten(self._band.get(s - self._order, e), self._lpc)
-        loud = np.mean(raw * raw, axis=0) > self._floor * self._active
+        loud = np.mean(raw * raw, axis=0) > self._noise_floor() * self._active
         for ch in range(self.channels):
             for b in self._bleed[ch]:
                 if loud[b.leader]:
@@ -583,6 +620,37 @@ class OnsetDetector:
                 return True
         return False
 
+    def _quieter_copy(self, ch: int, onset: int, stop: int) -> bool:
+        """Whether the onset on `ch` is a reverberant copy of mics already speaking (the
+        close-talk geometry: a copy arrives a few ms later and rises far less than on the
+        source's own mic, where a second caller rises on their own mic at least about as much
+        as the first caller's ongoing speech changes on theirs).
+
+        The rise is the band energy over the onset window minus that over as long a window
+        just before; a speaking mic's is taken up to `copy_max_lag_ms` earlier (the largest
+        such rise). A copy if `ch` rose by at most `copy_level_db` of some speaking mic's rise.
+        Bleed from several talkers is a sum of copies each quieter than its source, so one of
+        those rose more. A room's reflections defeat a short FIR fit, not this."""
+        sources = [
+            m for m, st in enumerate(self._state)
+            if m != ch and st is not _State.IDLE
+            and onset - self._copy_window <= self._onset[m] <= onset + self._hop
+        ]
+        if not sources:
+            return False
+        bin_, lags = self._envelope_bin, self._copy_lags
+        n = max(1, (stop - onset + self._hop) // bin_)
+        lo = onset - self._hop  # a hop of lead: the copy's own onset may be a little late
+        span = self._band.get(lo - (n + lags) * bin_, lo + n * bin_)[:, [ch] + sources]
+        env = (span * span).reshape(-1, bin_, 1 + len(sources)).sum(axis=1)
+        acc = np.concatenate([np.zeros((1, env.shape[1])), np.cumsum(env, axis=0)])
+        # rise at lag d (bins): window after [lags - d + n, lags - d + 2n) minus before
+        d = np.arange(lags + 1)
+        after_end, mid = 2 * n + lags - d, n + lags - d
+        rise = (acc[after_end] - acc[mid]) - (acc[mid] - acc[mid - n])  # (lags+1, 1+sources)
+        mine = float(rise[0, 0])
+        return mine <= self._copy_ratio * float(np.max(rise[:, 1:]))
+
     def _misfit(self, ch: int, onset: int, stop: int) -> bool:
         """Whether an onset found while bleed is being removed is only that removal falling
         short: what is left above the noise is far weaker than what was removed (a new
@@ -590,7 +658,7 @@ class OnsetDetector:
         if not self._bleed[ch]:
             return False
         sig = self._signal(onset, stop, [ch])
-        left = float(np.sum(sig.white**2)) - float(np.sum(self._floor[ch] * (stop - onset)))
+        left = float(np.sum(sig.white**2)) - float(self._noise_floor()[ch] * (stop - onset))
         return left < self._new_source * float(np.sum(sig.removed**2))
 
     def _decide(self, ch: int, events: list[Event]) -> None:
@@ -598,16 +666,19 @@ class OnsetDetector:
         onset = self._onset[ch]
         lead = min(self._hop, onset)
         stop = min(self._done, onset + self._confirm)
+        # a plainly quieter copy needs no fit (the cheap test first: bleed is common)
+        quieter = self._quieter_copy(ch, onset, stop)
         fits = [
             self._fit_bleed(ch, onset - lead, onset + span)
             for span in sorted({min(self._fit, stop - onset), stop - onset} - {0})
+            if not quieter
         ]
         copies = [explained >= self.config.bleed_explained for explained, _ in fits]
         # First onset: a copy if either window is (the first few ms alone may be a copy with
         # the mic's own speaker starting later: the re-scan finds them). An onset found while
         # copies are already being removed must be a copy in both windows.
         judged_copy = bool(copies) and (all(copies) if self._bleed[ch] else any(copies))
-        if judged_copy or self._misfit(ch, onset, stop):
+        if quieter or judged_copy or self._misfit(ch, onset, stop):
             self.rejected_bleed += 1
             self._state[ch] = _State.IDLE
             fitted = [paths for (_, paths), copy in zip(fits, copies) if copy and paths]
@@ -617,9 +688,10 @@ class OnsetDetector:
             return
         # sustained evidence in hop-sized chunks of [onset, stop): rejects clicks and thumps
         n_chunks = (stop - onset) // self._hop
-        sig = self._signal(onset, onset + n_chunks * self._hop, [ch])
-        evidence = self._llr(sig)[:, 0].reshape(n_chunks, self._hop).sum(axis=1)
-        if int(np.sum(evidence > 0)) < self._min_active_hops:
+        if n_chunks:
+            sig = self._signal(onset, onset + n_chunks * self._hop, [ch])
+            evidence = self._llr(sig)[:, 0].reshape(n_chunks, self._hop).sum(axis=1)
+        if not n_chunks or int(np.sum(evidence > 0)) < self._min_active_hops:
             self._state[ch] = _State.IDLE
             self._rescan(ch, stop, events)
             return

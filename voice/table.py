@@ -3,13 +3,14 @@
 frames → onsets (bleed rejected) → recognition against the game's grammar →
 arbitration on onsets → referee → events to print, narrate and journal.
 
-The app's own voice: when the audio the app played is known (the narration
-track of a recording, or what the announcer sends to the speaker), it rides
-along as one more channel. The onset detector then treats the app like a
-player whose voice bleeds into every microphone: its copies on the players'
-mics are recognised as bleed and never reported, and a player who shouts over
-it is still heard on the residual. Utterances attributed to that channel are
-the app's own and are dropped.
+The app's own voice (DESIGN principle 6): when the audio the app played is
+known (the narration track of a recording, or what the announcer sends to the
+speaker), it rides along as one more channel. An echo canceller
+(:mod:`voice.echo`) removes it from every player's mic before onset detection,
+and tells the detector how much of it may be left, so a player who shouts over
+the app is heard and the app is not. An utterance whose sound was mostly the
+app's echo (before the canceller has learned the room, say) is the app's own
+and is dropped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 from engine.core import Event
 from voice.arbiter import Arbiter
 from voice.audio import AudioFrame
+from voice.echo import EchoCanceller
 from voice.onsets import OnsetDetector, SpeechEnd, SpeechStart
 from voice.recognize import Hypothesis, Recognizer
 from voice.referee import Referee
@@ -49,6 +51,9 @@ class Heard:
 
 
 Reference = Callable[[int, int], np.ndarray]
+
+APP_ECHO_SHARE = 0.5
+"""An utterance whose sound was more than this share the app's echo is the app's own."""
 """Reads the app's output for input samples [start, start + n): 16 kHz mono."""
 
 
@@ -95,10 +100,10 @@ class TableLoop:
         self.referee = referee
         self.recognizer = recognizer
         self.players = tuple(players)
-        self.app_mic = len(self.players) if app_channel else None
         self.grammar = game_grammar(referee.game.name, list(self.players))
         recognizer.prepare(self.grammar)
-        self.detector = OnsetDetector(len(self.players) + (1 if app_channel else 0))
+        self.detector = OnsetDetector(len(self.players))
+        self.echo = EchoCanceller(len(self.players)) if app_channel else None
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
@@ -129,11 +134,20 @@ class TableLoop:
 
     def feed(self, frame: AudioFrame) -> list[Heard | Event]:
         """Analyse one frame; return what was heard and what the game did, in time order."""
-        return self._handle(self.detector.feed(frame))
+        if self.echo is None:
+            return self._handle(self.detector.feed(frame))
+        mics = AudioFrame(frame.samples[:, :-1], frame.rate_hz, frame.channels - 1,
+                          frame.start_sample, frame.t_s)
+        cancelled = self.echo.process(mics, frame.samples[:, -1])
+        return self._handle(self.detector.feed(cancelled.frame, cancelled.residual))
 
     def finish(self) -> list[Heard | Event]:
         """End of the audio: settle everything still pending."""
-        out = self._handle(self.detector.flush())
+        out: list[Heard | Event] = []
+        if self.echo is not None:
+            rest = self.echo.flush()
+            out += self._handle(self.detector.feed(rest.frame, rest.residual))
+        out += self._handle(self.detector.flush())
         self.arbiter.close()
         return out + self._handle([])
 
@@ -144,19 +158,20 @@ class TableLoop:
                 self._open.add((event.onset_s, event.mic))
             else:
                 seg = event.segment
-                hyp = (
-                    Hypothesis.nothing() if seg.mic == self.app_mic
-                    else self.recognizer.decode(seg.samples, self.grammar)
+                app = self.echo is not None and (
+                    self.echo.echo_share(seg.mic, seg.onset_sample, seg.end_sample)
+                    > APP_ECHO_SHARE
                 )
+                hyp = None if app else self.recognizer.decode(seg.samples, self.grammar)
                 self.arbiter.recognised(seg.mic, seg.onset_s, (seg.end_s, hyp))
         self.arbiter.settle(self.detector.settled_s)
         out: list[Heard | Event] = []
         for u in self.arbiter.ready():
             self._open.discard((u.onset_s, u.mic))
-            if u.mic == self.app_mic:
+            end_s, hyp = cast(tuple[float, Hypothesis | None], u.result)
+            if hyp is None:
                 self.app_utterances += 1
                 continue
-            end_s, hyp = cast(tuple[float, Hypothesis], u.result)
             player = self.players[u.mic]
             out.append(Heard(u.mic, player, u.onset_s, end_s, hyp.text, hyp.understood, hyp.confidence))
             game_t = self.game_time(u.onset_s)
