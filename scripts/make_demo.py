@@ -35,6 +35,9 @@ from voice.referee import Referee
 NARRATION_GAP_S = 0.25
 """Silence the app leaves between two lines of narration."""
 
+REACTION_S = 0.45
+"""From the end of a call to the app's answer: end-of-speech silence plus recognition."""
+
 VORBIS_COMPRESSION = 1.0
 """libsndfile's Vorbis compression level (0 best quality … 1 smallest), a size/fidelity trade."""
 
@@ -188,13 +191,14 @@ def play_session(session: Session) -> tuple[list[Line], list[tuple[float, str]],
     narration: list[tuple[float, str]] = []
     free_s = 0.0  # when the app stops talking
 
-    def narrate(events: Sequence[Event]) -> None:
-        """Speak each batch of events that happen at one moment as one line."""
+    def narrate(events: Sequence[Event], not_before_s: float = 0.0) -> None:
+        """Speak each batch of events that happen at one moment as one line, once the app
+        has heard (``not_before_s``: the call that caused them has ended)."""
         nonlocal free_s
         for t, batch in groupby(events, key=lambda e: e.t):
             line = " ".join(e.say for e in batch if e.say)
             if line:
-                start = max(t + 0.1, free_s)
+                start = max(t + 0.1, free_s, not_before_s)
                 narration.append((round(start, 3), line))
                 free_s = start + duration_s(line) + NARRATION_GAP_S
 
@@ -218,7 +222,9 @@ def play_session(session: Session) -> tuple[list[Line], list[tuple[float, str]],
                 narrate(referee.tick(onset))
                 if free_s == before:
                     break
-        narrate(referee.hear(onset, step.player, step.text))
+        voice = dict(session.players)[step.player]
+        heard_s = onset + len(synth(step.text, voice)) / PIPELINE_RATE_HZ + REACTION_S
+        narrate(referee.hear(onset, step.player, step.text), heard_s)
         lines.append(Line(onset, names.index(step.player), step.text))
         transcript.append(f"{onset:.3f} {step.player}: {step.text}")
     return lines, narration, transcript

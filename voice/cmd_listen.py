@@ -91,13 +91,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _game(name: str) -> str:
-    from voice.grammar import GAMES, GrammarError
+    from voice.games import UnknownGame, lookup
+    from voice.grammar import GrammarError
 
-    aliases = {"dessert": "desserts", "just desserts": "desserts", "miss poutine": "poutine"}
-    game = aliases.get(name.lower(), name.lower())
-    if game not in GAMES:
-        raise GrammarError(f"unknown game {name!r} (choose from {', '.join(GAMES)})")
-    return game
+    try:
+        return lookup(name).name
+    except UnknownGame as exc:
+        raise GrammarError(str(exc)) from None
 
 
 def _mic_names(channels: int) -> list[str]:

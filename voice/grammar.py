@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
 from pathlib import Path
+from typing import Any
 
-from engine.decks import chaosteria, desserts, poutine
 from voice.intents import words as normalise
 
 GAMES = ("desserts", "poutine", "chaosteria")
-NUMBERS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 _SLOT = re.compile(r"^\{([a-z_][a-z0-9_]*)\}$")
 _TOKEN = re.compile(r"\{[^}]*\}|[^\s{}]+")
@@ -93,9 +92,9 @@ class Grammar:
             raise GrammarError("grammar has no phrases")
         for template in templates:
             for token in template:
-                name = _slot_name(token)
-                if name is not None and name not in slot_defs:
-                    raise GrammarError(f"phrase {' '.join(template)!r}: slot {{{name}}} undefined")
+                ref = _slot_name(token)
+                if ref is not None and ref not in slot_defs:
+                    raise GrammarError(f"phrase {' '.join(template)!r}: slot {{{ref}}} undefined")
         used = {_slot_name(t) for tpl in templates for t in tpl}
         return cls(templates, tuple(sorted((n, a) for n, a in slot_defs.items() if n in used)))
 
@@ -209,6 +208,7 @@ class Grammar:
             for src, _, word in incoming.get(state, ()):
                 srow = cost[src]
                 for j in range(n + 1):
+                    options: list[tuple[int, int, int, str | None]]
                     if word is None:
                         options = [(srow[j], src, j, None)]
                     else:
@@ -354,41 +354,13 @@ def load_phrases(path: str | Path, players: Sequence[str] = ()) -> Grammar:
     return parse_phrases(text, players, source=str(path))
 
 
-def _player_slot(game: str, players: Sequence[str]) -> list[str]:
-    if not players:
-        raise GrammarError(f"game {game!r} needs the players' names")
-    return list(players)
+def game_grammar(game: str, players: Sequence[str], state: Any = None) -> Grammar:
+    """What can be said in ``game`` now: the phrases its intents allow (the grammar of the
+    moment when ``state`` is given), with ``players`` as ``{player}``."""
+    from voice.games import UnknownGame, lookup
 
-
-def game_grammar(game: str, players: Sequence[str]) -> Grammar:
-    """Every call and card name of `game` (see GAMES.md), with `players` as ``{player}``."""
-    if game == "desserts":
-        deck = desserts()
-        serve = ["{dessert}", "{dessert} and {dessert}", "{dessert} {dessert} and {dessert}",
-                 "{dessert} and {dessert} and {dessert}"]
-        return Grammar.create(
-            ["got it", "i got it", "pass", "favorite", *serve],
-            {"dessert": [d.name for d in deck.desserts]},
-        )
-    if game == "poutine":
-        deck = poutine()
-        items = [s for m in (*deck.menu, deck.fries) for s in m.spoken]
-        return Grammar.create(
-            ["{item}", "stop", "take it", "{player}", "give {number} to {player}"],
-            {"item": items, "player": _player_slot(game, players), "number": NUMBERS},
-        )
-    if game == "chaosteria":
-        deck = chaosteria()
-        return Grammar.create(
-            [
-                "i serve {player} the {variant}", "{player} {variant}", "{variant} for {player}",
-                "return", "nobody ordered {dish}", "bell", "{player} ordered it {variant}",
-                "mine {variant}", "what did i order",
-            ],
-            {
-                "player": _player_slot(game, players),
-                "variant": [v for d in deck.dishes for v in d.variants],
-                "dish": [d.dish for d in deck.dishes],
-            },
-        )
-    raise GrammarError(f"unknown game {game!r} (choose from {', '.join(GAMES)})")
+    try:
+        templates, slots = lookup(game).phrases(tuple(players), state)
+    except UnknownGame as exc:
+        raise GrammarError(str(exc)) from None
+    return Grammar.create(templates, slots)
