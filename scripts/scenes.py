@@ -56,7 +56,11 @@ CLIP_MODES = ("none", "soft", "hard")
 SNRS_DB: tuple[float | None, ...] = (None, 20.0, 10.0, 5.0)
 TIE_WINDOW_MS = 40.0
 """The games' default tie window (voice/games.py); truth records gaps so any window can be used."""
-RACE_GAPS_MS = (0.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 130.0, 180.0, 240.0, 300.0)
+RACE_GAPS_MS = (
+    0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 45.0, 60.0, 90.0, 130.0, 180.0, 240.0, 300.0
+)
+"""Gaps the scene sets' races are drawn from: dense around the first-speaker targets' 15 and
+30 ms boundaries."""
 
 SPEECH_PEAK = 0.2
 """Peak of a normal talker's direct sound at REF_DISTANCE_M (full scale 1.0)."""
@@ -966,9 +970,9 @@ def render_session(
 # --------------------------------------------------------------------------- scene sets
 
 _SETS = {
-    "quick": ({"race": 6, "commands": 4, "chatter": 3, "narration": 3}, (2, 3, 4, 5, 8)),
+    "quick": ({"race": 8, "commands": 4, "chatter": 3, "narration": 3}, (2, 3, 4, 5, 8)),
     "full": (
-        {"race": 100, "commands": 70, "chatter": 35, "narration": 35},
+        {"race": 140, "commands": 90, "chatter": 35, "narration": 35},
         (2, 3, 3, 4, 4, 5, 6, 7, 8),
     ),
 }
@@ -995,8 +999,8 @@ def scene_set(name: str, seed: int = 0) -> list[SceneSpec]:
     """The scenes of a named set (SET_NAMES), reproducible from ``seed``.
 
     ``test``: 5 small scenes for the unit tests (the first two clean at RT60 0.2 s).
-    ``quick``: 16 scenes, every kind, both splits, a few MB. ``full``: 240 scenes for the
-    benchmark. Conditions are balanced: split 2:1 tune/holdout, SNR None/20/10/5 dB, noise
+    ``quick``: 18 scenes, every kind, both splits, races at gaps 0–45 ms, a few MB.
+    ``full``: 300 scenes for the benchmark. Conditions are balanced: split 2:1 tune/holdout, SNR None/20/10/5 dB, noise
     kind, shouting (half; those clip none/soft/hard), players 2–8, race gaps RACE_GAPS_MS.
     """
     rng = np.random.default_rng([seed, *name.encode()])

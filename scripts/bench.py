@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""``make bench``: the voice pipeline over a fixed scene set, beside baselines (issue 7).
+
+Renders the scene set once (cached under the temp dir, keyed by set, seed and the scene
+library's source), runs every scene through the pipeline and the baselines
+(scripts/bench_scene.py) on all cores, then measures on one core how many microphones the
+onset detector keeps up with, and each pipeline's peak memory in a fresh process. Writes
+OUT/results.json (every figure, its baseline and target, and the raw per-scene results),
+OUT/README.md (the tables) and OUT/*.png (the plots; scripts/bench_report.py).
+
+    .venv/bin/python scripts/bench.py [--quick] [--out bench] [--seed 0] [--jobs N]
+
+The full run (300 scenes) takes 5–8 minutes on 2 cores; --quick (18 scenes, races at gaps 0–45 ms) under one.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # one core per process: the throughput figures are per core
+
+import argparse
+import hashlib
+import itertools
+import json
+import multiprocessing
+import platform
+import resource
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import bench_report
+import bench_scene
+import make_scenes
+import scenes
+
+from voice.audio import AudioFrame, read_wav
+from voice.onsets import OnsetDetector
+
+FRAME_MS = 20.0
+"""Block size fed to the detectors in the throughput test (as WAV replay and live audio)."""
+
+
+def scene_dir(set_name: str, seed: int) -> Path:
+    """Where the rendered scene set is cached: keyed by set, seed and the scene library."""
+    library = Path(scenes.__file__).read_bytes()
+    key = hashlib.sha1(library).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "orderup-bench-scenes" / f"{set_name}-{seed}-{key}"
+
+
+def rendered(set_name: str, seed: int, jobs: int) -> list[Path]:
+    """The scene set's WAVs, rendered (in parallel) unless already cached. Rendered into a
+    scratch directory and renamed into place, so a run never reads another's half-written set."""
+    out = scene_dir(set_name, seed)
+    specs = scenes.scene_set(set_name, seed)
+    if not out.exists():
+        scratch = out.with_name(f"{out.name}.{os.getpid()}.partial")
+        print(f"rendering {len(specs)} scenes into {out}", flush=True)
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(make_scenes.render, specs, [scratch] * len(specs)))
+        try:
+            scratch.rename(out)
+        except OSError:  # another run got there first: same bytes
+            shutil.rmtree(scratch)
+        for stale in out.parent.glob(f"{set_name}-{seed}-*"):  # older scene libraries' sets
+            if stale != out and stale.suffix != ".partial":
+                shutil.rmtree(stale, ignore_errors=True)
+    return [out / f"{spec.name}.wav" for spec in specs]
+
+
+def measure_scenes(wavs: list[Path], jobs: int) -> list[dict[str, Any]]:
+    """Every scene through the pipeline and the baselines, ``jobs`` scenes at a time."""
+    records = []
+    with ProcessPoolExecutor(max_workers=jobs, initializer=bench_scene.init_worker) as pool:
+        for i, record in enumerate(pool.map(bench_scene.measure_or_fail, map(str, wavs)), 1):
+            records.append(record)
+            if i % 20 == 0 or i == len(wavs):
+                print(f"  {i}/{len(wavs)} scenes measured", flush=True)
+    return records
+
+
+def tiled_audio(wavs: list[Path], mics: int, duration_s: float) -> np.ndarray:
+    """(n, mics) audio: whole scenes side by side (so each keeps its bleed between its own
+    mics; as many times over as needed), each looped to ``duration_s``."""
+    n = round(duration_s * bench_scene.RATE_HZ)
+    columns: list[np.ndarray] = []
+    for wav in itertools.cycle(wavs):
+        audio = read_wav(wav)
+        columns.extend(audio[np.arange(n) % audio.shape[0]].T)
+        if len(columns) >= mics:
+            return np.stack(columns[:mics], axis=1)
+    raise ValueError("no scenes to tile")
+
+
+def cpu_seconds(detector: str, audio: np.ndarray) -> float:
+    """CPU time (s) ``detector`` ("orderup" or "naive") takes over ``audio`` in 20 ms frames."""
+    block = round(FRAME_MS * bench_scene.RATE_HZ / 1000)
+    mics = audio.shape[1]
+    start = time.process_time()
+    if detector == "orderup":
+        onsets = OnsetDetector(mics)
+        for at in range(0, audio.shape[0], block):
+            chunk = audio[at : at + block]
+            onsets.feed(AudioFrame(chunk, bench_scene.RATE_HZ, mics, at, at / bench_scene.RATE_HZ))
+        onsets.flush()
+    else:
+        naive = bench_scene.NaiveDetector(mics)
+        for at in range(0, audio.shape[0], block):
+            naive.feed(audio[at : at + block])
+        naive.flush()
+    return time.process_time() - start
+
+
+def throughput(wavs: list[Path], duration_s: float, max_mics: int) -> dict[str, Any]:
+    """Real-time factor of each detector on one core at 1, 2, 4, … mics, doubling until the
+    onset detector falls behind real time or ``max_mics`` is reached."""
+    rows = []
+    mics = 1
+    while mics <= max_mics:
+        audio = tiled_audio(wavs, mics, duration_s)
+        row: dict[str, float] = {"mics": mics}
+        for detector in ("orderup", "naive"):
+            row[detector] = round(cpu_seconds(detector, audio) / duration_s, 4)
+        rows.append(row)
+        print(f"  {mics:3d} mics: real-time factor {row['orderup']:.3f} "
+              f"(naive {row['naive']:.3f})", flush=True)
+        if row["orderup"] >= 1.0:
+            break
+        mics *= 2
+    return {"duration_s": duration_s, "max_mics_tested": max_mics, "rows": rows}
+
+
+def peak_memory(wav: Path) -> dict[str, float]:
+    """Each pipeline's peak RSS (MB) over one scene, each in a fresh process."""
+    spawn = multiprocessing.get_context("spawn")
+    out = {}
+    for pipeline in ("orderup", "baseline"):
+        with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+            out[pipeline] = round(pool.submit(bench_scene.peak_rss_mb, pipeline, str(wav)).result(), 1)
+    return out
+
+
+def _mics(wav: Path) -> int:
+    return len(json.loads(wav.with_suffix(".json").read_text(encoding="utf-8"))["mics_m"])
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        model = next(
+            (line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+             if line.startswith("model name")),
+            "",
+        )
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model or platform.processor(),
+        "python": platform.python_version(),
+        "system": f"{platform.system()} {platform.release()}",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="18 scenes, under a minute")
+    parser.add_argument("--out", type=Path, default=Path("bench"), help="output directory")
+    parser.add_argument("--seed", type=int, default=0, help="scene set seed (default 0)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
+    args = parser.parse_args(argv)
+    began, load_before = time.perf_counter(), os.getloadavg()[0]
+    set_name = "quick" if args.quick else "full"
+    jobs = max(1, args.jobs)
+
+    wavs = rendered(set_name, args.seed, jobs)
+    print(f"measuring {len(wavs)} scenes on {jobs} processes", flush=True)
+    records = measure_scenes(wavs, jobs)
+    print("throughput of the onset detectors on one core", flush=True)
+    multi_mic = sorted(wavs, key=lambda w: -_mics(w))[:8]
+    speed = throughput(multi_mic, 3.0 if args.quick else 15.0, 16 if args.quick else 64)
+    print("peak memory of each pipeline", flush=True)
+    memory = peak_memory(multi_mic[0])
+    rss_mb = max(
+        resource.getrusage(who).ru_maxrss / 1024
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+
+    invocation = shlex.join(["python", "scripts/bench.py", *(sys.argv[1:] if argv is None else argv)])
+    run = {
+        "command": "make bench" if invocation == "python scripts/bench.py" else invocation,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "set": set_name,
+        "seed": args.seed,
+        "scenes": len(records),
+        "audio_s": round(sum(r["duration_s"] for r in records), 1),
+        "vosk_model": bench_scene.english_vosk_model(),
+        "tie_window_ms": bench_scene.TIE_WINDOW_MS,
+        "runtime_s": round(time.perf_counter() - began, 1),
+        "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+        "bench_peak_rss_mb": round(rss_mb, 1),
+    }
+    report = bench_report.build(run, records, speed, memory)
+    for failed in report["failed"]:
+        print(f"  the pipeline raised on {failed['name']}: {failed['error']}", file=sys.stderr)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    bench_report.write(report, args.out)
+    print(bench_report.table(report["figures"]))
+    print(f"wrote {args.out}/results.json, README.md and plots in {run['runtime_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

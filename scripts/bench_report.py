@@ -1,0 +1,552 @@
+"""The benchmark's figures, tables and plots from its measurements (issue 7).
+
+:func:`build` turns per-scene results (scripts/bench_scene.py), the throughput rows and the
+memory peaks into figures — each with orderup's value, its baseline's, the target and
+whether it is met — plus breakdowns by SNR, split and noise; :func:`write` renders
+README.md and the PNG plots from that report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from voice.onsets import OnsetConfig
+
+Record = dict[str, Any]
+
+FREE_LM = "free language model"
+NAIVE = "fixed −40 dBFS threshold"
+FIRST_RECOGNISED = "first-recognised-wins"
+SNR_LEVELS: tuple[tuple[str, Callable[[Record], bool]], ...] = (
+    ("clean", lambda r: r["snr_db"] is None),
+    ("20 dB", lambda r: r["snr_db"] == 20.0),
+    ("10 dB", lambda r: r["snr_db"] == 10.0),
+    ("10 dB, babble", lambda r: r["snr_db"] == 10.0 and r["noise"] in ("babble", "both")),
+    ("5 dB", lambda r: r["snr_db"] == 5.0),
+)
+BREAKDOWN_KEYS = (
+    "onset_error_median_ms",
+    "onset_error_p95_ms",
+    "utterances_missed_pct",
+    "first_speaker_30ms_pct",
+    "first_speaker_15_30ms_pct",
+    "bleed_false_utterances",
+    "command_accuracy_clean_pct",
+    "command_accuracy_babble10_pct",
+    "chatter_accepted_pct",
+    "latency_p95_ms",
+)
+"""Figures shown again per split (tune / holdout) and per noise (clean / noisy)."""
+PLOT_DPI = 72
+
+
+def _figure(
+    key: str,
+    label: str,
+    unit: str,
+    orderup: float | None,
+    baseline: float | None,
+    baseline_name: str,
+    n: int,
+    target: tuple[str, float] | None = None,
+    note: str = "",
+) -> Record:
+    """One row of the table; ``met`` is None where there is no target or no value."""
+    met = None
+    if target is not None and orderup is not None:
+        op, bound = target
+        met = bool(orderup <= bound if op == "<=" else orderup >= bound)
+    return {
+        "key": key,
+        "figure": label,
+        "unit": unit,
+        "orderup": orderup,
+        "baseline": baseline,
+        "baseline_name": baseline_name,
+        "target": None if target is None else {"op": target[0], "value": target[1]},
+        "met": met,
+        "n": n,
+        "note": note,
+    }
+
+
+def _pct(hits: int, total: int) -> float | None:
+    return None if total == 0 else round(100 * hits / total, 1)
+
+
+def _quantile(values: Sequence[float], q: float) -> float | None:
+    return None if not values else round(float(np.percentile(values, q)), 1)
+
+
+def _outcome(utterance: Record, backend: str, game: str | None = None) -> str:
+    """A call's result on one backend: "correct", "wrong" (another phrase understood) or
+    "not understood" (also when no segment was found for it)."""
+    results = utterance["results"].get(backend, [])
+    hit = next((r for r in results if game is None or r["game"] == game), None)
+    if hit is None or not hit["understood"]:
+        return "not understood"
+    return "correct" if hit["text"] == utterance["text"] else "wrong"
+
+
+def _calls(records: Sequence[Record], kind: str) -> list[Record]:
+    return [u for r in records if r["kind"] == kind for u in r["utterances"] if u["role"] == "call"]
+
+
+def command_rates(records: Sequence[Record], backend: str) -> tuple[float | None, float | None, int]:
+    """Command accuracy and not-understood rate (%) of ``backend`` over the commands scenes."""
+    outcomes = [_outcome(u, backend) for u in _calls(records, "commands")]
+    return (
+        _pct(outcomes.count("correct"), len(outcomes)),
+        _pct(outcomes.count("not understood"), len(outcomes)),
+        len(outcomes),
+    )
+
+
+def _first_speaker(records: Sequence[Record], lo_ms: float, hi_ms: float) -> dict[str, Any]:
+    """Races whose first two callers are lo..hi ms apart: how often each arbitration got the
+    first caller(s) right."""
+    races = [
+        r["first"] for r in records if "first" in r and lo_ms <= r["first"]["gap_ms"] < hi_ms
+    ]
+
+    def right(field: str) -> float | None:
+        return _pct(sum(f[field] == f["expected"] for f in races), len(races))
+
+    return {
+        "n": len(races),
+        **{f: right(f) for f in ("onsets", "first_recognised", "text", "first_recognised_text")},
+    }
+
+
+def scene_figures(records: Sequence[Record], vosk_model: str | None) -> list[Record]:
+    """Every figure measured on the scenes (all but throughput and memory)."""
+    players = [u for r in records for u in r["utterances"]]
+    ours = [abs(u["onset_error_ms"]) for u in players if u["onset_error_ms"] is not None]
+    naive = [abs(u["naive_onset_error_ms"]) for u in players if u["naive_onset_error_ms"] is not None]
+    figures = [
+        _figure("onset_error_median_ms", "Onset error vs truth, median", "ms",
+                _quantile(ours, 50), _quantile(naive, 50), NAIVE, len(ours), ("<=", 5.0)),
+        _figure("onset_error_p95_ms", "Onset error vs truth, p95", "ms",
+                _quantile(ours, 95), _quantile(naive, 95), NAIVE, len(ours), ("<=", 15.0)),
+        _figure("utterances_missed_pct", "Player utterances with no onset found", "%",
+                _pct(len(players) - len(ours), len(players)),
+                _pct(len(players) - len(naive), len(players)), NAIVE, len(players)),
+    ]
+    for key, label, lo, hi, target in (
+        ("first_speaker_30ms_pct", "First speaker right, gap ≥ 30 ms", 30.0, np.inf, 99.0),
+        ("first_speaker_15_30ms_pct", "First speaker right, gap 15–30 ms", 15.0, 30.0, 95.0),
+        ("first_speaker_tie_pct", "First speaker right, gap < 15 ms (ties)", 0.0, 15.0, None),
+    ):
+        first = _first_speaker(records, lo, hi)
+        figures.append(_figure(key, label, "%", first["onsets"], first["first_recognised"],
+                               FIRST_RECOGNISED, first["n"],
+                               None if target is None else (">=", target)))
+    first = _first_speaker(records, 15.0, np.inf)
+    figures.append(_figure(
+        "first_speaker_text_15ms_pct", "First speaker right, gap ≥ 15 ms, end to end (by "
+        "recognised text)", "%", first["text"], first["first_recognised_text"],
+        FIRST_RECOGNISED, first["n"]))
+
+    def false(kind: str, detector: str) -> int:
+        return sum(r["false"][detector][kind] for r in records)
+
+    figures += [
+        _figure("bleed_false_utterances", "Bleed reported as an utterance", "utterances",
+                false("bleed", "orderup"), false("bleed", "naive"), NAIVE, len(records),
+                ("<=", 0.0), note=f"over {len(players)} player utterances"),
+        _figure("app_false_utterances", "App's own voice reported as an utterance", "utterances",
+                false("app", "orderup"), false("app", "naive"), NAIVE,
+                sum(r["kind"] == "narration" for r in records)),
+        _figure("other_false_utterances", "Other false utterances (noise, split utterances)",
+                "utterances", false("other", "orderup"), false("other", "naive"), NAIVE,
+                len(records)),
+    ]
+    for key, label, select, target in (
+        ("clean", "clean", SNR_LEVELS[0][1], 98.0),
+        ("babble10", "babble (± clatter) at 10 dB SNR", SNR_LEVELS[3][1], 95.0),
+    ):
+        chosen = [r for r in records if select(r)]
+        acc, unknown, n = command_rates(chosen, "sphinx")
+        free_acc, free_unknown, _ = command_rates(chosen, "free")
+        figures += [
+            {
+                **_figure(f"command_accuracy_{key}_pct", f"Command accuracy, {label}", "%", acc,
+                          free_acc, FREE_LM, n, (">=", target)),
+                "truth_cut": command_rates(chosen, "truth_cut")[0],
+            },
+            _figure(f"not_understood_{key}_pct", f"Commands not understood, {label}", "%",
+                    unknown, free_unknown, FREE_LM, n),
+        ]
+        vosk_acc = command_rates(chosen, "vosk")[0] if vosk_model else None
+        figures.append(_figure(
+            f"command_accuracy_{key}_vosk_pct", f"Command accuracy, {label}, Vosk backend", "%",
+            vosk_acc, free_acc, FREE_LM, n, (">=", target),
+            note=f"Vosk model {vosk_model}" if vosk_model else "no English Vosk model here"))
+    chatter = [u for r in records for u in r["utterances"] if u["role"] == "chatter"]
+
+    def accepted(backend: str) -> float | None:
+        return _pct(sum(any(x["understood"] for x in u["results"].get(backend, []))
+                        for u in chatter), len(chatter))
+
+    figures.append(_figure(
+        "chatter_accepted_pct", "Table chatter accepted as a call", "%", accepted("sphinx"),
+        accepted("free"), FREE_LM, len(chatter), ("<=", 2.0),
+        note="each chatter line decoded against all three games' grammars; accepted if any"))
+    decode = {b: [ms for r in records for ms in r["decode_ms"].get(b, [])] for b in ("sphinx", "free")}
+    figures += [
+        _figure("latency_median_ms", "End of segment (SpeechEnd) → text, median", "ms",
+                _quantile(decode["sphinx"], 50), _quantile(decode["free"], 50), FREE_LM,
+                len(decode["sphinx"])),
+        _figure("latency_p95_ms", "End of segment (SpeechEnd) → text, p95", "ms",
+                _quantile(decode["sphinx"], 95), _quantile(decode["free"], 95), FREE_LM,
+                len(decode["sphinx"]), ("<=", 150.0)),
+    ]
+    spoken = [u for u in players if u["role"] == "call" and "end_to_delivery_ms" in u]
+
+    def end_to_text(backend: str) -> list[float]:
+        return [u["end_to_delivery_ms"] + u["decode_ms"][backend]
+                for u in spoken if backend in u["decode_ms"]]
+
+    delivery = _quantile([u["end_to_delivery_ms"] for u in spoken], 50)
+    figures.append(_figure(
+        "end_of_speech_to_text_median_ms", "End of speech (truth) → text, median", "ms",
+        _quantile(end_to_text("sphinx"), 50), _quantile(end_to_text("free"), 50), FREE_LM,
+        len(spoken)))
+    figures.append(_figure(
+        "end_of_speech_to_text_p95_ms", "End of speech (truth) → text, p95", "ms",
+        _quantile(end_to_text("sphinx"), 95), _quantile(end_to_text("free"), 95), FREE_LM,
+        len(spoken), ("<=", 150.0),
+        note=f"the segment is delivered a median {delivery:g} ms after the last sample of speech: "
+             f"the detector's {OnsetConfig().end_silence_ms:g} ms end-of-speech hangover, plus "
+             "the room's reverberation heard as speech" if delivery is not None else ""))
+    return figures
+
+
+def machine_figures(speed: dict[str, Any], memory: dict[str, float]) -> list[Record]:
+    """Throughput and memory figures."""
+    rows = speed["rows"]
+    at8 = max((r for r in rows if r["mics"] <= 8), key=lambda r: r["mics"])
+
+    def most(detector: str) -> tuple[int, bool]:
+        """The most mics in real time, and whether it never fell behind (then it is more)."""
+        best = max((r["mics"] for r in rows if r[detector] < 1.0), default=0)
+        return best, best == rows[-1]["mics"]
+
+    ours, ours_capped = most("orderup")
+    theirs, theirs_capped = most("naive")
+    return [
+        _figure("rtf_8_mics", f"Real-time factor of onset detection, {at8['mics']} mics, one core",
+                "×", at8["orderup"], at8["naive"], NAIVE, at8["mics"]),
+        _figure("cpu_per_mic_pct", "CPU per microphone (one core)", "% core",
+                round(100 * at8["orderup"] / at8["mics"], 2),
+                round(100 * at8["naive"] / at8["mics"], 2), NAIVE, at8["mics"]),
+        {
+            **_figure("max_realtime_mics", "Most microphones processed in real time, one core",
+                      "mics", ours, theirs, NAIVE, len(rows), (">=", 8.0),
+                      note=f"doubling the mics up to {speed['max_mics_tested']}"),
+            "at_least": {"orderup": ours_capped, "baseline": theirs_capped},
+        },
+        _figure("peak_memory_mb", "Peak memory of the pipeline (RSS)", "MB",
+                memory["orderup"], memory["baseline"], f"{NAIVE} + {FREE_LM}", 1),
+    ]
+
+
+def snr_table(records: Sequence[Record], vosk_model: str | None) -> list[Record]:
+    """Command accuracy and not-understood rate by SNR, per backend."""
+    rows = []
+    for label, select in SNR_LEVELS:
+        chosen = [r for r in records if select(r)]
+        row: Record = {"snr": label}
+        for backend in ("sphinx", "free", *(("vosk",) if vosk_model else ())):
+            acc, unknown, row["n"] = command_rates(chosen, backend)
+            row[backend] = {"accuracy_pct": acc, "not_understood_pct": unknown}
+        rows.append(row)
+    return rows
+
+
+def build(
+    run: Record, records: list[Record], speed: dict[str, Any], memory: dict[str, float]
+) -> Record:
+    """The whole report: run details, figures, breakdowns, the raw results, and the scenes the
+    pipeline raised on (left out of the figures)."""
+    vosk = run["vosk_model"]
+    failed = [r for r in records if "error" in r]
+    records = [r for r in records if "error" not in r]
+
+    def breakdown(select: Callable[[Record], bool]) -> dict[str, Any]:
+        chosen = [r for r in records if select(r)]
+        figs = {f["key"]: f for f in scene_figures(chosen, vosk)}
+        return {"scenes": len(chosen), **{k: figs[k]["orderup"] for k in BREAKDOWN_KEYS}}
+
+    return {
+        "run": run,
+        "figures": scene_figures(records, vosk) + machine_figures(speed, memory),
+        "commands_by_snr": snr_table(records, vosk),
+        "breakdown": {
+            "tune": breakdown(lambda r: r["split"] == "tune"),
+            "holdout": breakdown(lambda r: r["split"] == "holdout"),
+            "clean": breakdown(lambda r: r["snr_db"] is None),
+            "noisy": breakdown(lambda r: r["snr_db"] is not None),
+        },
+        "throughput": speed,
+        "memory_mb": memory,
+        "failed": failed,
+        "scenes": records,
+    }
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _value(value: float | None, unit: str, note: str = "", at_least: bool = False) -> str:
+    if value is None:
+        return note or "—"
+    text = ("≥ " if at_least else "") + f"{value:g}"
+    return text if unit in ("utterances", "mics") else f"{text} {unit}"
+
+
+def _target(figure: Record) -> str:
+    target = figure["target"]
+    if target is None:
+        return ""
+    op = "≤" if target["op"] == "<=" else "≥"
+    return f"{op} {_value(target['value'], figure['unit'])}"
+
+
+def _met(figure: Record) -> str:
+    return {True: "yes", False: "**short**", None: "—" if figure["target"] else ""}[figure["met"]]
+
+
+def table(figures: Sequence[Record]) -> str:
+    """The main table as Markdown."""
+    lines = ["| figure | orderup | baseline | target | met? | n |", "|---|---|---|---|---|---|"]
+    for f in figures:
+        at_least = f.get("at_least", {})
+        ours = _value(f["orderup"], f["unit"], f["note"], at_least.get("orderup", False))
+        base = _value(f["baseline"], f["unit"], at_least=at_least.get("baseline", False))
+        base += f" ({f['baseline_name']})"
+        lines.append(f"| {f['figure']} | {ours} | {base} | {_target(f)} | {_met(f)} | {f['n']} |")
+    return "\n".join(lines)
+
+
+def _snr_markdown(rows: Sequence[Record], vosk_model: str | None) -> str:
+    backends = [("sphinx", "PocketSphinx + grammar"), ("free", "PocketSphinx free LM")]
+    if vosk_model:
+        backends.append(("vosk", f"Vosk ({vosk_model}) + grammar"))
+    head = " | ".join(f"{name}: right / not understood" for _, name in backends)
+    lines = [f"| SNR | n | {head} |", "|---|---|" + "---|" * len(backends)]
+    for row in rows:
+        cells = " | ".join(
+            f"{_value(row[b]['accuracy_pct'], '%')} / {_value(row[b]['not_understood_pct'], '%')}"
+            for b, _ in backends
+        )
+        lines.append(f"| {row['snr']} | {row['n']} | {cells} |")
+    if not vosk_model:
+        lines.append("\nVosk: no English Vosk model here (`orderup models fetch vosk-en-small`).")
+    return "\n".join(lines)
+
+
+def _breakdown_markdown(report: Record) -> str:
+    parts = report["breakdown"]
+    labels = {f["key"]: (f["figure"], f["unit"]) for f in report["figures"]}
+    names = list(parts)
+    lines = [
+        "| figure | " + " | ".join(f"{n} ({parts[n]['scenes']} scenes)" for n in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for key in BREAKDOWN_KEYS:
+        label, unit = labels[key]
+        lines.append(f"| {label} | " + " | ".join(_value(parts[n][key], unit) for n in names) + " |")
+    return "\n".join(lines)
+
+
+def _throughput_markdown(speed: Record) -> str:
+    lines = ["| mics | orderup real-time factor | naive real-time factor |", "|---|---|---|"]
+    lines += [f"| {r['mics']} | {r['orderup']:g} | {r['naive']:g} |" for r in speed["rows"]]
+    return "\n".join(lines)
+
+
+def _shortfalls(report: Record) -> list[str]:
+    """One line per target not met, with the measured context that explains it."""
+    clean, noisy = report["breakdown"]["clean"], report["breakdown"]["noisy"]
+    figures = {f["key"]: f for f in report["figures"]}
+    out = []
+    for f in report["figures"]:
+        if f["met"] is not False:
+            continue
+        line = f"- **{f['figure']}**: {_value(f['orderup'], f['unit'])} against {_target(f)}"
+        unknown = figures.get(f["key"].replace("command_accuracy", "not_understood"))
+        if f["key"].startswith("command_accuracy") and unknown and unknown["orderup"] is not None:
+            wrong = round(100 - f["orderup"] - unknown["orderup"], 1)
+            line += (f"; not understood {unknown['orderup']:g} %, another phrase taken {wrong:g} %"
+                     f"; the recogniser alone, on each command cut from its mic at the truth: "
+                     f"{_value(f['truth_cut'], '%')} right")
+        if clean.get(f["key"]) is not None and noisy.get(f["key"]) is not None:
+            line += (f"; clean scenes {_value(clean[f['key']], f['unit'])}, scenes with noise "
+                     f"{_value(noisy[f['key']], f['unit'])}")
+        if f["note"]:
+            line += f" ({f['note']})"
+        out.append(line + ".")
+    out += [f"- **The pipeline raised on scene {f['name']}** (left out of the figures): "
+            f"`{f['error']}`." for f in report["failed"]]
+    return out
+
+
+def _plot(report: Record, out: Path) -> list[str]:
+    """The four plots as small PNGs; returns their file names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = report["scenes"]
+    names = []
+
+    def save(fig: Any, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=PLOT_DPI, pil_kwargs={"optimize": True})
+        plt.close(fig)
+        names.append(name)
+
+    races = [r["first"] for r in records if "first" in r]
+    gaps = sorted({round(f["gap_ms"]) for f in races})
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for field, label in (("onsets", "orderup (onsets)"), ("first_recognised", FIRST_RECOGNISED)):
+        acc = [100 * np.mean([f[field] == f["expected"] for f in races if round(f["gap_ms"]) == g])
+               for g in gaps]
+        ax.plot(range(len(gaps)), acc, "o-", label=label)
+    ties = sum(g < 15 for g in gaps)
+    if ties:
+        ax.axvspan(-0.5, ties - 0.5, color="0.9", label="< 15 ms: a tie is right")
+    ax.set_xticks(range(len(gaps)), [str(g) for g in gaps], fontsize=8)
+    ax.set(xlabel="onset gap between the first two callers (ms)", ylabel="first speaker right (%)",
+           ylim=(-5, 105))
+    ax.legend(fontsize=8)
+    save(fig, "first_speaker_by_gap.png")
+
+    rows = report["commands_by_snr"]
+    backends = [b for b in ("sphinx", "free", "vosk") if b in rows[0]]
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    width = 0.8 / len(backends)
+    for i, b in enumerate(backends):
+        ax.bar(np.arange(len(rows)) + i * width, [r[b]["accuracy_pct"] or 0 for r in rows], width,
+               label={"sphinx": "grammar (orderup)", "free": FREE_LM, "vosk": "Vosk"}[b])
+    ax.set_xticks(np.arange(len(rows)) + width * (len(backends) - 1) / 2,
+                  [f"{r['snr']}\nn={r['n']}" for r in rows], fontsize=8)
+    ax.set(ylabel="command accuracy (%)", ylim=(0, 105))
+    ax.legend(fontsize=8)
+    save(fig, "command_accuracy_by_snr.png")
+
+    def cdf(ax: Any, values: Sequence[float], label: str) -> None:
+        x = np.sort(np.maximum(values, 0.01))
+        ax.step(x, 100 * np.arange(1, x.size + 1) / max(x.size, 1), where="post", label=label)
+
+    players = [u for r in records for u in r["utterances"]]
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for field, label in (("onset_error_ms", "orderup"), ("naive_onset_error_ms", NAIVE)):
+        cdf(ax, [abs(u[field]) for u in players if u[field] is not None], label)
+    for bound in (5, 15):
+        ax.axvline(bound, color="0.6", linestyle=":")
+    ax.set(xscale="log", xlabel="|onset error| (ms)", ylabel="utterances (%, cumulative)")
+    ax.legend(fontsize=8)
+    save(fig, "onset_error.png")
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for backend, label in (("sphinx", "grammar (orderup)"), ("free", FREE_LM)):
+        cdf(ax, [ms for r in records for ms in r["decode_ms"].get(backend, [])], label)
+    ax.axvline(150, color="0.6", linestyle=":")
+    ax.set(xscale="log", xlabel="SpeechEnd → text (ms)", ylabel="segments (%, cumulative)")
+    ax.legend(fontsize=8)
+    save(fig, "latency.png")
+    return names
+
+
+def write(report: Record, out: Path) -> None:
+    """README.md and the plots into ``out``."""
+    run = report["run"]
+    m = run["machine"]
+    plots = _plot(report, out)
+    short = _shortfalls(report)
+    load = run["load_average"]
+    busy = (
+        " (other processes shared the cores: the timings are pessimistic)"
+        if max(load) > m["cores"] else ""
+    )
+    text = f"""# orderup benchmark
+
+Generated by `{run['command']}`; do not edit by hand, run it again.
+
+- Date: {run['date']}.
+- Machine: {m['cores']} cores ({m['cpu']}), Python {m['python']}, {m['system']}; load average
+  {load[0]:g} at the start, {load[1]:g} at the end{busy}.
+- Scenes: the `{run['set']}` set of scripts/scenes.py (seed {run['seed']}), {run['scenes']}
+  scenes, {run['audio_s']:g} s of audio, each with over a second of room sound before the
+  first call (as a running session has).
+- Tie window {run['tie_window_ms']:g} ms. Run time {run['runtime_s']:g} s; the benchmark's
+  peak memory {run['bench_peak_rss_mb']:g} MB.
+
+## Figures
+
+Every figure beside a baseline measured in the same run; n is how many utterances, scenes,
+races or segments it rests on.
+
+{table(report['figures'])}
+
+## Short of target
+
+{chr(10).join(short) if short else "Every target is met."}
+
+## Commands by SNR and backend
+
+{_snr_markdown(report['commands_by_snr'], run['vosk_model'])}
+
+## Tune vs holdout, clean vs noisy
+
+The holdout split's voices, speeds, pitches and rooms are disjoint from the tune split's:
+settings are to be chosen on tune only, and holdout shows whether they carry over.
+
+{_breakdown_markdown(report)}
+
+## Onset detection throughput (one core)
+
+{_throughput_markdown(report['throughput'])}
+
+## Plots
+
+{chr(10).join(f"![{name}]({name})" for name in plots)}
+
+## How it is measured
+
+- Each scene's WAV is replayed through the onset detector in 20 ms frames, with the app's
+  playback as an extra channel where the app spoke (as `orderup replay` does); each segment
+  is decoded against the grammar of the scene's game and released by the arbiter.
+- Onset error: each player utterance's truth onset on its own mic against the onset of the
+  segment matched to it there (overlapping it, nearest onset); utterances with no segment
+  count as missed. Baseline: per mic, the first 10 ms frame above −40 dBFS, no bleed
+  handling.
+- First speaker: races (2–3 callers), tie window {run['tie_window_ms']:g} ms; right when the
+  arbiter's first place (a tie below the window) is exactly the truth's, counting every
+  detected utterance as the call. Baseline: whoever's recognition finished first (segment
+  delivery time plus measured decode time). End to end: only utterances recognised as the
+  race's call count.
+- False utterances: detected segments matching no player utterance on their mic, by what was
+  sounding there at their onset: another player (bleed), the app, or neither. A detector that
+  merges sounds into long segments reports fewer false utterances, and worse onsets.
+- Commands: the call of each `commands` scene, right when understood as exactly its phrase;
+  a missed utterance counts as not understood. Baseline: PocketSphinx's default en-us
+  language model (default config) on the same segment, accepted only when its words are
+  exactly a phrase of the grammar.
+- Chatter: out-of-grammar lines, decoded against all three games' grammars.
+- Latency: wall time from the detector delivering a segment (SpeechEnd) to the hypothesis,
+  over every segment decoded (the free model: over the commands' and chatter's segments it
+  decodes), while the other cores run other scenes. End of speech (truth) → text adds the
+  time from the last sample of speech to the segment's delivery.
+- Throughput: CPU time (`time.process_time`, one thread) of each detector over whole scenes
+  side by side, looped to {report['throughput']['duration_s']:g} s, doubling the microphones.
+- Memory: peak RSS of a fresh process running each pipeline over the same scene.
+"""
+    (out / "README.md").write_text(text, encoding="utf-8")

@@ -1,0 +1,531 @@
+"""One benchmark scene through the voice pipeline and through the baselines (issue 7).
+
+:func:`measure_scene` replays a scene's WAV exactly as ``orderup replay`` hears a recording
+(the app's playback, when there is one, riding along as an extra channel so the app is not
+taken for a player), runs onsets → recognition → arbitration, and scores everything against
+the scene's truth. In the same pass it runs the baselines the benchmark compares with:
+
+- :class:`NaiveDetector`: a per-mic fixed threshold (first 10 ms frame above −40 dBFS), no
+  bleed handling;
+- first-recognised-wins arbitration: the caller whose recognition finished first wins, with
+  finishing times from the measured decode times;
+- the free language model: PocketSphinx's default en-us n-gram model (default config), its
+  text accepted only when it is exactly a phrase of the grammar;
+- Vosk with the grammar, where an English Vosk model is installed.
+
+A worker process calls :func:`init_worker` once (the recognisers load there), then
+:func:`measure_scene` per scene; the result is a JSON-ready dict (see :func:`measure_scene`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from voice.arbiter import Arbiter, Utterance, rank
+from voice.audio import PIPELINE_RATE_HZ, WavSource, read_wav
+from voice.grammar import GAMES, Grammar, game_grammar
+from voice.intents import words
+from voice.onsets import OnsetConfig, OnsetDetector, SpeechEnd, SpeechStart
+from voice.recognize import Hypothesis, Recognizer, create_recognizer
+from voice.table import recorded_reference, with_reference
+
+RATE_HZ = PIPELINE_RATE_HZ
+TIE_WINDOW_MS = 10.0
+"""The tie window the first-speaker targets are stated for."""
+PLAYERS = ("ann", "bob", "cara", "dev", "eve", "finn", "gus", "hana")
+"""Seat names for the grammars' {player} slot (scenes never say names)."""
+NAIVE_FRAME_MS = 10.0
+NAIVE_THRESHOLD_DBFS = -40.0
+NAIVE_HANGOVER_MS = 300.0
+"""The naive detector ends an utterance after this long below the threshold."""
+MATCH_LEAD_MS = 50.0
+"""A detected segment may start this much before the truth onset and still be that utterance."""
+REVERB_TAIL_MS = 300.0
+"""How long after a sound's dry end its reverberation can still trigger a detector."""
+TRUTH_CUT_TAIL_MS = 150.0
+"""Audio kept after a command's last sample when it is cut at the truth for the recogniser."""
+MEMORY_SEGMENTS = 3
+"""Segments the baseline decodes when its memory is measured."""
+BASELINE_KINDS = ("commands", "chatter")
+"""Scene kinds whose utterances the baseline recognisers decode too (the free model runs at
+about real time: decoding every race call as well would not fit the benchmark's time)."""
+
+
+# --------------------------------------------------------------------------- naive baseline
+
+
+@dataclass(frozen=True)
+class NaiveSegment:
+    """An utterance the naive detector found: mic, onset and end in samples."""
+
+    mic: int
+    onset_sample: int
+    end_sample: int
+
+
+class NaiveDetector:
+    """The baseline onset detector: per mic, an utterance starts at the first 10 ms frame whose
+    level is above −40 dBFS and ends after 300 ms below it. Streaming, like the real one."""
+
+    def __init__(self, channels: int) -> None:
+        self.channels = channels
+        self._frame = round(NAIVE_FRAME_MS * RATE_HZ / 1000)
+        self._hangover = round(NAIVE_HANGOVER_MS * RATE_HZ / 1000)
+        self._threshold = 10 ** (NAIVE_THRESHOLD_DBFS / 10)
+        self._pending = np.zeros((0, channels), np.float32)
+        self._done = 0  # samples analysed (whole frames)
+        self._onset: list[int | None] = [None] * channels
+        self._last_loud = [0] * channels
+
+    def feed(self, samples: np.ndarray) -> list[NaiveSegment]:
+        """Analyse (n, channels) samples; return the utterances that ended in them."""
+        self._pending = np.concatenate([self._pending, samples])
+        n = self._pending.shape[0] // self._frame
+        frames = self._pending[: n * self._frame].reshape(n, self._frame, self.channels)
+        self._pending = self._pending[n * self._frame :]
+        loud = np.mean(frames.astype(np.float64) ** 2, axis=1) > self._threshold
+        out = []
+        for row in loud:
+            start, self._done = self._done, self._done + self._frame
+            for mic in range(self.channels):
+                onset = self._onset[mic]
+                if row[mic]:
+                    if onset is None:
+                        self._onset[mic] = start
+                    self._last_loud[mic] = self._done
+                elif onset is not None and self._done - self._last_loud[mic] >= self._hangover:
+                    out.append(NaiveSegment(mic, onset, self._last_loud[mic]))
+                    self._onset[mic] = None
+        return out
+
+    def flush(self) -> list[NaiveSegment]:
+        """End of stream: end every open utterance."""
+        out = [
+            NaiveSegment(mic, onset, self._last_loud[mic])
+            for mic, onset in enumerate(self._onset)
+            if onset is not None
+        ]
+        self._onset = [None] * self.channels
+        return out
+
+
+# --------------------------------------------------------------------------- recognisers
+
+
+class FreeLanguageModel:
+    """The baseline recogniser: PocketSphinx's default en-us n-gram model, no grammar; its
+    words are accepted only when they are exactly a phrase of the grammar of the moment."""
+
+    def __init__(self) -> None:
+        import pocketsphinx
+
+        self._decoder = pocketsphinx.Decoder(loglevel="FATAL")
+
+    def hear(self, samples: np.ndarray) -> list[str]:
+        """The words the free model hears (no grammar involved)."""
+        pcm = (np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+        self._decoder.start_utt()
+        self._decoder.process_raw(pcm, False, True)
+        self._decoder.end_utt()
+        hyp = self._decoder.hyp()
+        return list(words(hyp.hypstr)) if hyp is not None else []
+
+    @staticmethod
+    def judge(heard: list[str], grammar: Grammar) -> Hypothesis:
+        """``heard`` as understood only when it is exactly a phrase of ``grammar``."""
+        understood = bool(heard) and grammar.match(heard).cost == 0
+        return Hypothesis(" ".join(heard), understood, 1.0 if understood else 0.0)
+
+
+@dataclass
+class _Backends:
+    sphinx: Recognizer
+    free: FreeLanguageModel
+    vosk: Recognizer | None
+
+
+_WORKER: list[_Backends] = []
+
+
+def english_vosk_model() -> str | None:
+    """The first English Vosk model of the catalogue installed here, or None (the catalogue
+    names a model's language only in its description)."""
+    from voice import models
+
+    return next(
+        (
+            e.name
+            for e in models.CATALOGUE
+            if e.backend == "vosk" and "English" in e.description and models.locate(e.name)
+        ),
+        None,
+    )
+
+
+def init_worker() -> None:
+    """Load the recognisers once per worker process."""
+    vosk_model = english_vosk_model()
+    _WORKER.append(
+        _Backends(
+            create_recognizer("sphinx"),
+            FreeLanguageModel(),
+            create_recognizer("vosk", model=vosk_model) if vosk_model else None,
+        )
+    )
+
+
+@functools.cache
+def grammar_for(game: str, n_players: int) -> Grammar:
+    """The game's grammar for a table of ``n_players`` (built once per worker)."""
+    return game_grammar(game, PLAYERS[:n_players])
+
+
+@functools.cache
+def game_of(text: str) -> str:
+    """The game whose grammar holds the phrase ``text`` (the calls belong to one game each)."""
+    heard = list(words(text))
+    for game in GAMES:
+        if grammar_for(game, len(PLAYERS)).match(heard).cost == 0:
+            return game
+    raise ValueError(f"phrase {text!r} is in no game's grammar")
+
+
+def _timed(decode: Any, *args: Any) -> tuple[Any, float]:
+    """``decode(*args)`` and its wall time in ms."""
+    start = time.perf_counter()
+    result = decode(*args)
+    return result, (time.perf_counter() - start) * 1000
+
+
+def _recognise(
+    backends: _Backends,
+    heard: _Heard,
+    games: Sequence[str],
+    mics: int,
+    baselines: bool,
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, float]]:
+    """Each recogniser's results on one of orderup's segments against each of ``games``'
+    grammars (the first is the scene's own game, already decoded by the pipeline), and its
+    decode time (ms) against that one. The baseline recognisers run only when ``baselines``
+    (the free model decodes once: its words do not depend on the grammar)."""
+    results: dict[str, list[dict[str, Any]]] = {"sphinx": []}
+    decode_ms = {"sphinx": heard.decode_ms}
+    if baselines:
+        free_words, decode_ms["free"] = _timed(backends.free.hear, heard.samples)
+    for g in games:
+        grammar = grammar_for(g, mics)
+        hyps = {"sphinx": heard.hyp if g == games[0] else backends.sphinx.decode(heard.samples, grammar)}
+        if baselines:
+            hyps["free"] = backends.free.judge(free_words, grammar)
+            if backends.vosk is not None:
+                hyps["vosk"], ms = _timed(backends.vosk.decode, heard.samples, grammar)
+                decode_ms.setdefault("vosk", ms)
+        for name, hyp in hyps.items():
+            results.setdefault(name, []).append(
+                {"game": g, "text": hyp.text, "understood": hyp.understood}
+            )
+    return results, {k: round(v, 2) for k, v in decode_ms.items()}
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+@dataclass(frozen=True)
+class _Span:
+    """Where a truth utterance is on one mic: [start, stop) in samples, and whose it is."""
+
+    mic: int | None
+    role: str
+    start: int
+    stop: int
+
+
+def _spans(utterances: Sequence[dict[str, Any]], mic: int) -> list[_Span]:
+    """Every truth utterance as heard on ``mic``: from its arrival to its end plus reverb."""
+    tail = round(REVERB_TAIL_MS * RATE_HZ / 1000)
+    out = []
+    for u in utterances:
+        arrival = round(u["arrival_samples"][mic])
+        length = u["end_sample"] - u["onset_sample"]
+        out.append(_Span(u["mic"], u["role"], arrival, arrival + length + tail))
+    return out
+
+
+def score_segments(
+    utterances: Sequence[dict[str, Any]], segments: Sequence[tuple[int, int, int]]
+) -> tuple[dict[int, int], list[str]]:
+    """Match detected (mic, onset, end) segments to the players' truth utterances.
+
+    An utterance's match is the segment on its own mic overlapping [onset − 50 ms, end] with
+    the onset nearest the truth. Returns {utterance index: segment index} and, per segment,
+    its class: "match", "bleed" (it starts while another player's sound is on that mic),
+    "app" (while the app's narration is) or "other" (noise, or a piece of a split utterance).
+    """
+    lead = round(MATCH_LEAD_MS * RATE_HZ / 1000)
+    matches: dict[int, int] = {}
+    for i, u in enumerate(utterances):
+        if u["mic"] is None:
+            continue
+        near = [
+            (abs(onset - u["onset_sample"]), k)
+            for k, (mic, onset, end) in enumerate(segments)
+            if mic == u["mic"] and onset <= u["end_sample"] and end >= u["onset_sample"] - lead
+        ]
+        if near:
+            matches[i] = min(near)[1]
+    matched = set(matches.values())
+    classes = []
+    for k, (mic, onset, _) in enumerate(segments):
+        if k in matched:
+            classes.append("match")
+            continue
+        during = [s for s in _spans(utterances, mic) if s.start <= onset < s.stop and s.mic != mic]
+        if any(s.role != "app" for s in during):
+            classes.append("bleed")
+        elif during:
+            classes.append("app")
+        else:
+            classes.append("other")
+    return matches, classes
+
+
+# --------------------------------------------------------------------------- one scene
+
+
+@dataclass
+class _Heard:
+    """A segment the pipeline decoded: where, when it was delivered, what, how long it took."""
+
+    mic: int
+    onset_sample: int
+    end_sample: int
+    samples: np.ndarray
+    delivered_sample: int
+    hyp: Hypothesis
+    decode_ms: float
+
+
+def _frames(wav: Path) -> Iterator[Any]:
+    """The scene's frames, with the app's playback as a last channel when it spoke."""
+    playback = wav.with_suffix(".app.wav")
+    frames = iter(WavSource(wav))
+    if not playback.exists():
+        return frames
+    return with_reference(frames, recorded_reference(read_wav(playback)[:, 0]))
+
+
+def _run_pipeline(
+    wav: Path, channels: int, app_mic: int | None, grammar: Grammar, sphinx: Recognizer
+) -> tuple[list[_Heard], list[Utterance], int]:
+    """Onsets → recognition → arbitration over the scene, as the table loop does it; returns
+    the decoded segments, the arbiter's released utterances and the onsets rejected as bleed."""
+    detector = OnsetDetector(channels)
+    arbiter = Arbiter(TIE_WINDOW_MS)
+    heard: list[_Heard] = []
+    released: list[Utterance] = []
+
+    def handle(events: Sequence[SpeechStart | SpeechEnd], now: int) -> None:
+        for event in events:
+            if isinstance(event, SpeechStart):
+                arbiter.started(event.mic, event.onset_s)
+                continue
+            seg = event.segment
+            if seg.mic == app_mic:
+                arbiter.recognised(seg.mic, seg.onset_s, None)
+                continue
+            hyp, decode_ms = _timed(sphinx.decode, seg.samples, grammar)
+            heard.append(
+                _Heard(seg.mic, seg.onset_sample, seg.end_sample, seg.samples, now, hyp, decode_ms)
+            )
+            arbiter.recognised(seg.mic, seg.onset_s, heard[-1])
+        arbiter.settle(detector.settled_s)
+        released.extend(u for u in arbiter.ready() if u.mic != app_mic)
+
+    now = 0
+    for frame in _frames(wav):
+        now = frame.end_sample
+        handle(detector.feed(frame), now)
+    handle(detector.flush(), now)
+    arbiter.close()
+    handle([], now)
+    return heard, released, detector.rejected_bleed
+
+
+def _run_naive(wav: Path) -> list[NaiveSegment]:
+    """The naive detector's utterances over the scene (the players' mics only)."""
+    source = WavSource(wav)
+    detector = NaiveDetector(source.channels)
+    segments = [s for frame in source for s in detector.feed(frame.samples)]
+    return segments + detector.flush()
+
+
+def _first_speaker(
+    truth: dict[str, Any], heard: list[_Heard], released: list[Utterance]
+) -> dict[str, Any]:
+    """Who each arbitration names first in a race, beside the truth (tie window 10 ms)."""
+    import scenes  # here, not at the top: the memory probe's fresh process needs no room model
+
+    text = " ".join(words(truth["expected"]["calls"][0]["text"]))
+
+    def said(result: object) -> str | None:
+        hyp = result.hyp if isinstance(result, _Heard) else None
+        return hyp.text if hyp is not None and hyp.understood else None
+
+    by_onset = rank(released, TIE_WINDOW_MS, lambda _: "call").get("call")
+    by_text = rank(released, TIE_WINDOW_MS, said).get(text)
+
+    def first_recognised(candidates: list[_Heard]) -> list[int]:
+        done = [(h.delivered_sample / RATE_HZ + h.decode_ms / 1000, h.mic) for h in candidates]
+        return [min(done)[1]] if done else []
+
+    calls = truth["expected"]["calls"]
+    return {
+        "gap_ms": calls[1]["gap_ms"],  # a race has two callers or three
+        "expected": sorted(scenes.first_callers(truth, TIE_WINDOW_MS)),
+        "onsets": sorted(by_onset.first) if by_onset else [],
+        "text": sorted(by_text.first) if by_text else [],
+        "first_recognised": first_recognised(heard),
+        "first_recognised_text": first_recognised([h for h in heard if said(h) == text]),
+    }
+
+
+def _truth_cut(
+    wav: Path, utterance: dict[str, Any], grammar: Grammar, sphinx: Recognizer
+) -> dict[str, Any]:
+    """The recogniser alone: its result on the utterance cut from its own mic at the truth
+    (the detector's pre-roll before, TRUTH_CUT_TAIL_MS after), whatever the detector did."""
+    pre_roll = round(OnsetConfig().pre_roll_ms * RATE_HZ / 1000)
+    tail = round(TRUTH_CUT_TAIL_MS * RATE_HZ / 1000)
+    audio = read_wav(wav)[:, utterance["mic"]]
+    start = max(0, utterance["onset_sample"] - pre_roll)
+    hyp = sphinx.decode(audio[start : utterance["end_sample"] + tail], grammar)
+    return {"game": None, "text": hyp.text, "understood": hyp.understood}
+
+
+def measure_or_fail(wav_path: str) -> dict[str, Any]:
+    """:func:`measure_scene`, or {"name", "error"} when the pipeline raises on the scene: the
+    benchmark reports such scenes (DESIGN: bad audio is survived, never a traceback) and
+    still measures the others."""
+    try:
+        return measure_scene(wav_path)
+    except Exception as exc:  # noqa: BLE001 - any failure of the code under test is a result
+        return {"name": Path(wav_path).stem, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def measure_scene(wav_path: str) -> dict[str, Any]:
+    """Run the pipeline and the baselines over one scene; score them against its truth.
+
+    Returns: name, kind, split, snr_db, noise, mics, duration_s; ``utterances`` (one per
+    player utterance: role, text, onset error of orderup and of the naive detector in ms or
+    None when missed; on orderup's segment: each recogniser's results and decode time, and
+    the time from the truth end of speech to the segment's delivery);
+    ``false`` (orderup's and the naive detector's unmatched segments by class);
+    ``decode_ms`` per recogniser; ``rejected_bleed``; for races ``first`` (see
+    :func:`_first_speaker`).
+    """
+    backends = _WORKER[0]
+    wav = Path(wav_path)
+    truth = json.loads(wav.with_suffix(".json").read_text(encoding="utf-8"))
+    mics = len(truth["mics_m"])
+    players = [u for u in truth["utterances"] if u["role"] != "app"]
+    calls = [u for u in players if u["role"] == "call"]
+    game = game_of(calls[0]["text"]) if calls else GAMES[truth["seed"] % len(GAMES)]
+    grammar = grammar_for(game, mics)
+    app_mic = mics if wav.with_suffix(".app.wav").exists() else None
+    channels = mics + (app_mic is not None)
+    heard, released, rejected = _run_pipeline(wav, channels, app_mic, grammar, backends.sphinx)
+    naive = _run_naive(wav)
+
+    utterances = truth["utterances"]
+    ours, our_classes = score_segments(
+        utterances, [(h.mic, h.onset_sample, h.end_sample) for h in heard]
+    )
+    theirs, naive_classes = score_segments(
+        utterances, [(s.mic, s.onset_sample, s.end_sample) for s in naive]
+    )
+    decode_ms: dict[str, list[float]] = {"sphinx": [h.decode_ms for h in heard], "free": []}
+    if backends.vosk is not None:
+        decode_ms["vosk"] = []
+    records = []
+    for i, u in enumerate(utterances):
+        if u["mic"] is None:
+            continue
+        record: dict[str, Any] = {
+            "role": u["role"],
+            "text": " ".join(words(u["text"])),
+            "onset_error_ms": None,
+            "naive_onset_error_ms": None,
+            "results": {},
+        }
+        if i in theirs:
+            error = naive[theirs[i]].onset_sample - u["onset_sample"]
+            record["naive_onset_error_ms"] = round(error * 1000 / RATE_HZ, 3)
+        if i in ours:
+            h = heard[ours[i]]
+            record["onset_error_ms"] = round((h.onset_sample - u["onset_sample"]) * 1000 / RATE_HZ, 3)
+            record["end_to_delivery_ms"] = round(
+                (h.delivered_sample - u["end_sample"]) * 1000 / RATE_HZ, 1
+            )
+            games = (game,) if u["role"] == "call" else (game, *(g for g in GAMES if g != game))
+            record["results"], record["decode_ms"] = _recognise(
+                backends, h, games, mics, truth["kind"] in BASELINE_KINDS
+            )
+            for name, ms in record["decode_ms"].items():
+                if name != "sphinx":
+                    decode_ms[name].append(ms)
+        if truth["kind"] == "commands":
+            record["results"]["truth_cut"] = [_truth_cut(wav, u, grammar, backends.sphinx)]
+        records.append(record)
+
+    def count(classes: list[str]) -> dict[str, int]:
+        return {c: classes.count(c) for c in ("bleed", "app", "other")}
+
+    out: dict[str, Any] = {
+        "name": truth["name"],
+        "kind": truth["kind"],
+        "split": truth["split"],
+        "snr_db": truth["condition"]["snr_db"],
+        "noise": truth["condition"]["noise"],
+        "mics": mics,
+        "duration_s": truth["duration_s"],
+        "utterances": records,
+        "false": {"orderup": count(our_classes), "naive": count(naive_classes)},
+        "decode_ms": {k: [round(v, 2) for v in vs] for k, vs in decode_ms.items()},
+        "rejected_bleed": rejected,
+    }
+    if truth["kind"] == "race":
+        out["first"] = _first_speaker(truth, heard, released)
+    return out
+
+
+def peak_rss_mb(pipeline: str, wav_path: str) -> float:
+    """Peak resident memory (MB) of this process after running ``pipeline`` over one scene:
+    "orderup" (the onset detector, the grammar recogniser, the arbiter) or "baseline" (the
+    naive detector and the free language model on its first few segments: the models are
+    loaded and in use by then). Meant for a fresh process, one pipeline each: on Linux the
+    process's own high-water mark (VmHWM; ru_maxrss would include its parent's, as it survives
+    exec), elsewhere ru_maxrss."""
+    import resource
+
+    wav = Path(wav_path)
+    mics = len(json.loads(wav.with_suffix(".json").read_text(encoding="utf-8"))["mics_m"])
+    if pipeline == "orderup":
+        _run_pipeline(wav, mics, None, grammar_for("desserts", mics), create_recognizer("sphinx"))
+    else:
+        free, audio = FreeLanguageModel(), read_wav(wav)
+        for s in _run_naive(wav)[:MEMORY_SEGMENTS]:
+            free.hear(audio[s.onset_sample : s.end_sample, s.mic])
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
