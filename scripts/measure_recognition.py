@@ -13,9 +13,9 @@ tune split uses this script's chatter, the held-out split the scene generator's 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from dataclasses import dataclass
 from functools import cache
 from multiprocessing import Pool
 from pathlib import Path
@@ -24,10 +24,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.decks import chaosteria, desserts, poutine  # noqa: E402
-from voice.grammar import Grammar, game_grammar  # noqa: E402
-from voice.recognize import Recognizer, SphinxTuning, create_recognizer  # noqa: E402
-from voice.tts import EspeakSynthesizer  # noqa: E402
+from engine.decks import chaosteria, desserts, poutine
+from voice.grammar import Grammar, game_grammar
+from voice.recognize import Recognizer, SphinxTuning, create_recognizer
+from voice.tts import EspeakSynthesizer
 
 RATE_HZ = 16_000
 PLAYERS = ("Ann", "Bob", "Priya")
@@ -112,7 +112,22 @@ def _init(backend: str, tuning: str) -> None:
         _RECOGNIZER[0].prepare(g)
 
 
-def run_voice(job: tuple[tuple[str, int, int], str, str, int]) -> dict[str, object]:
+@dataclass(frozen=True)
+class Result:
+    """One voice in one noise condition: its misheard or rejected calls, its accepted
+    chatter, and each decode's finish latency in seconds."""
+
+    voice: str
+    noise: str
+    split: str
+    calls: int
+    errors: tuple[str, ...]
+    chatter: int
+    accepts: tuple[str, ...]
+    latency_s: tuple[float, ...]
+
+
+def run_voice(job: tuple[tuple[str, int, int], str, str, int]) -> Result:
     """Decode one voice's calls and chatter in one noise condition, streaming in 20 ms
     blocks; latency is from the last block fed to the finished hypothesis."""
     voice, noise, split, per_game = job
@@ -136,9 +151,8 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int]) -> dict[str, obje
         if not in_grammar and hyp.understood:
             accepts.append(f"{game}: {text} -> {hyp.text!r}")
     n_calls = sum(1 for *_, g in items if g)
-    return {"voice": "/".join(map(str, voice)), "noise": noise, "split": split,
-            "calls": n_calls, "errors": errors, "chatter": len(items) - n_calls,
-            "accepts": accepts, "latency_s": latency}
+    return Result("/".join(map(str, voice)), noise, split, n_calls, tuple(errors),
+                  len(items) - n_calls, tuple(accepts), tuple(latency))
 
 
 def heldout_chatter() -> tuple[str, ...]:
@@ -165,27 +179,23 @@ def main(argv: list[str] | None = None) -> int:
         results = pool.map(run_voice, jobs)
     print(f"{'split':8s}{'noise':8s}{'voice':24s}{'calls ok':>12s}{'chatter acc':>14s}")
     for r in results:
-        calls, chatter = int(r["calls"]), int(r["chatter"])  # type: ignore[call-overload]
-        errors, accepts = r["errors"], r["accepts"]
-        assert isinstance(errors, list) and isinstance(accepts, list)
-        print(f"{r['split']:8s}{r['noise']:8s}{r['voice']:24s}"
-              f"{calls - len(errors):6d}/{calls:<5d}{len(accepts):8d}/{chatter:<5d}")
+        print(f"{r.split:8s}{r.noise:8s}{r.voice:24s}{r.calls - len(r.errors):6d}/{r.calls:<5d}"
+              f"{len(r.accepts):8d}/{r.chatter:<5d}")
         if args.verbose:
-            for line in errors + accepts:
+            for line in r.errors + r.accepts:
                 print("    " + line)
     print()
     for s in splits:
         for n in noises:
-            rs = [r for r in results if r["split"] == s and r["noise"] == n]
-            calls = sum(int(r["calls"]) for r in rs)  # type: ignore[call-overload]
-            errs = sum(len(r["errors"]) for r in rs)  # type: ignore[arg-type]
-            chat = sum(int(r["chatter"]) for r in rs)  # type: ignore[call-overload]
-            acc = sum(len(r["accepts"]) for r in rs)  # type: ignore[arg-type]
-            lat = np.concatenate([r["latency_s"] for r in rs]) * 1000  # type: ignore[misc]
-            print(f"{s:8s}{n:8s} command accuracy {100 * (calls - errs) / calls:5.1f}% "
-                  f"({calls - errs}/{calls})  chatter accepted {100 * acc / chat:4.1f}% "
-                  f"({acc}/{chat})  finish latency mean {lat.mean():.0f} ms "
-                  f"p95 {np.percentile(lat, 95):.0f} ms")
+            rs = [r for r in results if r.split == s and r.noise == n]
+            calls = sum(r.calls for r in rs)
+            ok = calls - sum(len(r.errors) for r in rs)
+            chat = sum(r.chatter for r in rs)
+            acc = sum(len(r.accepts) for r in rs)
+            lat = np.concatenate([r.latency_s for r in rs]) * 1000
+            print(f"{s:8s}{n:8s} command accuracy {100 * ok / calls:5.1f}% ({ok}/{calls})  "
+                  f"chatter accepted {100 * acc / chat:4.1f}% ({acc}/{chat})  "
+                  f"finish latency mean {lat.mean():.0f} ms p95 {np.percentile(lat, 95):.0f} ms")
     return 0
 
 

@@ -13,7 +13,7 @@ from engine.decks import chaosteria, desserts, poutine
 from tests.scenes import synth
 from voice.grammar import Grammar, UnknownWord, game_grammar
 from voice.models import locate
-from voice.recognize import Hypothesis, RecognizerError, create_recognizer
+from voice.recognize import Hypothesis, Recognizer, RecognizerError, create_recognizer
 
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng missing")
 
@@ -32,7 +32,7 @@ def speak(text: str, voice: str = "en-us", speed: int = 160, pitch: int = 50,
 
 
 @cache
-def sphinx():  # type: ignore[no-untyped-def]
+def sphinx() -> Recognizer:
     return create_recognizer("sphinx")
 
 
@@ -51,35 +51,55 @@ CARDS = {
     "chaosteria": [*(f"mine {v.lower()}" for d in chaosteria().dishes for v in d.variants),
                    *(f"nobody ordered {d.dish.lower()}" for d in chaosteria().dishes)],
 }
-MISS_BUDGET = 0.05
-"""Share of card names one synthetic voice may miss (rejected or misheard). PocketSphinx's
-en-us model fits espeak-ng's voices imperfectly; scripts/measure_recognition.py has rates."""
+VOICES = (("en-us", 160, 0.06), ("en-us+f3", 180, 0.15))
+"""(voice, speed, miss budget): the share of card names a synthetic voice may miss (rejected
+or misheard, e.g. "pop" heard as the player "bob"). PocketSphinx's en-us model fits
+espeak-ng's voices imperfectly, the female variant worst; scripts/measure_recognition.py
+measures the rates over many voices."""
 
 
 @pytest.mark.parametrize("game", CARDS)
 def test_every_card_name_is_recognised(game: str) -> None:
     g = game_grammar(game, ["Ann", "Bob", "Priya"])
-    for voice, speed in (("en-us", 160), ("en-us+f3", 180)):
+    for voice, speed, budget in VOICES:
         misses = _misses(g, CARDS[game], voice, speed)
-        assert len(misses) <= MISS_BUDGET * len(CARDS[game]), misses
+        assert len(misses) <= budget * len(CARDS[game]), misses
 
 
 def test_calls_with_names_and_timings() -> None:
     g = game_grammar("chaosteria", ["Ann", "Bob", "Priya"])
-    hyp = sphinx().decode(speak("i serve priya the spicy guacamole"), g)
+    x = speak("i serve priya the spicy guacamole")
+    hyp = sphinx().decode(x, g)
     assert hyp == Hypothesis("i serve priya the spicy guacamole", True, hyp.confidence, hyp.words)
     assert [w for w, _, _ in hyp.words] == hyp.text.split()
     starts = [s for _, s, _ in hyp.words]
     assert starts == sorted(starts) and 0.2 < starts[0] < 0.5 and 0 < hyp.confidence <= 1
+    assert all(s < e for _, s, e in hyp.words) and hyp.words[-1][2] < x.size / 16000 - 0.2
 
 
 def test_streaming_equals_whole_decode() -> None:
     g = game_grammar("desserts", [])
     x = speak("apple pie and rocky road")
-    stream = sphinx().stream(g)
-    for block in np.array_split(x, 40):
-        stream.feed(block)
-    assert stream.finish().text == sphinx().decode(x, g).text == "apple pie and rocky road"
+    whole = sphinx().decode(x, g)
+    assert whole.understood and whole.text == "apple pie and rocky road"
+    for blocks in (40, 7):
+        stream = sphinx().stream(g)
+        for block in np.array_split(x, blocks):
+            stream.feed(block)
+        streamed = stream.finish()
+        # PocketSphinx's noise estimate carries a little from one utterance to the next:
+        # the verdict and timings repeat exactly, the posterior only nearly.
+        assert (streamed.text, streamed.understood, streamed.words) == (
+            whole.text, whole.understood, whole.words)
+        assert streamed.confidence == pytest.approx(whole.confidence, abs=0.02)
+
+
+def test_equal_audio_gets_equal_results_whatever_came_before() -> None:
+    g = game_grammar("desserts", [])
+    x = speak("sorbet")
+    first = create_recognizer("sphinx").decode(x, g)
+    sphinx().decode(speak("i love this game"), g)
+    assert first.understood and sphinx().decode(x, g).text == first.text == "sorbet"
 
 
 @pytest.mark.parametrize("game", ["desserts", "chaosteria"])

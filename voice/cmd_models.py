@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.name}: installed in {path}")
         return 0
     for entry in models.CATALOGUE:
-        path = models.locate(entry.name)
-        status = f"present  {path}" if path else "missing"
+        found = models.locate(entry.name)
+        status = f"present  {found}" if found else "missing"
         print(f"{entry.name:15s} {entry.backend:6s} {status}\n{'':22s}{entry.description}")
     print("search path: " + ", ".join(str(d) for d in models.search_dirs()))
     return 0

@@ -21,9 +21,9 @@ import json
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -112,7 +112,7 @@ class SphinxTuning:
     """
 
     min_posterior: float = 0.5
-    max_fit: float = 4.5
+    max_fit: float = 5.0
     max_speech_as_silence: float = 0.05
     config: tuple[tuple[str, Any], ...] = ()
 
@@ -127,6 +127,7 @@ class SphinxTuning:
 _LOUD_DB = 25.0
 """A 10 ms frame is loud (speech, not pause) within this many dB of the utterance's loudest."""
 _FRAME = RATE_HZ // 100
+"""PocketSphinx's frame: 10 ms (its default frame rate, which the model was trained at)."""
 _MARGIN_BEFORE, _MARGIN_AFTER = 5 * _FRAME, 10 * _FRAME
 """Audio kept before the first and after the last loud frame (a short pre-roll and tail)."""
 
@@ -183,9 +184,10 @@ class _SphinxStream:
                 silent_loud += int(loud[span].sum()) if seg.word not in ("<s>", "</s>") else 0
                 continue
             t0 = (start + seg.start_frame * _FRAME) / RATE_HZ
-            words.append((seg.word.split("(", 1)[0], t0, t0 + (seg.end_frame + 1 - seg.start_frame) / 100))
+            t1 = t0 + (seg.end_frame + 1 - seg.start_frame) * _FRAME / RATE_HZ
+            words.append((seg.word.split("(", 1)[0], t0, t1))
             posterior = min(posterior, float(seg.prob))
-            cost -= math.log(seg.ascore) if seg.ascore > 0 else -math.inf
+            cost += -math.log(seg.ascore) if seg.ascore > 0 else math.inf  # underflow: no fit
             frames += seg.end_frame - seg.start_frame + 1
         fit = cost / frames if frames else math.inf
         speech_as_silence = silent_loud / max(1, int(loud.sum()))
@@ -299,8 +301,8 @@ class VoskRecognizer:
     in-vocabulary sound-alike (mapped back to the card's word in results), else UnknownWord."""
 
     name = "vosk"
-    _models: dict[Path, Any] = {}
-    _models_lock = threading.Lock()
+    _models: ClassVar[dict[Path, Any]] = {}
+    _models_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, model: str | Path | None = None) -> None:
         from voice import models
