@@ -156,25 +156,7 @@ def test_two_callers_on_their_own_mics_are_both_heard(gap_ms: float, seed: int) 
     assert abs(second) <= 20.0
 
 
-@pytest.mark.parametrize(
-    "seed",
-    [
-        0,
-        pytest.param(
-            1,
-            marks=pytest.mark.xfail(
-                reason="known: a copy of two mixed sources is reported late", strict=False
-            ),
-        ),
-        2,
-        pytest.param(
-            3,
-            marks=pytest.mark.xfail(
-                reason="known: a copy of two mixed sources is reported late", strict=False
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("seed", range(4))
 def test_second_caller_starting_20ms_into_a_shout(seed: int) -> None:
     """Player B starts 20 ms after A, while A's bleed is already on B's mic."""
     shout = synth("rocky road", voice="en-us", speed=170, pitch=50, amplitude=0.9)
@@ -241,3 +223,59 @@ def test_truth_helper_finds_the_first_non_silent_sample() -> None:
     scene = mix_scene([(0, call, 500)], 2, bleed=None, noise_snr_db=None)
     assert scene.truth == (TruthCall(0, 600, 1500),)
     np.testing.assert_array_equal(scene.audio[:, 1], 0.0)
+
+
+def _room_bleed_scene(seed: int, rt60_s: float) -> Scene:
+    """One caller on 4 mics in a reverberant room. Each mic hears a direct sound and a diffuse
+    tail decaying to -60 dB at `rt60_s` (what a short FIR cannot model): the caller's own mic
+    up close (tail 10 dB under the direct sound), the others 1.5-5 ms later, 8-14 dB down,
+    with as much tail as direct sound."""
+    rng = np.random.default_rng(seed)
+    call = synth(["got it", "stop", "favorite", "rocky road"][seed % 4], voice="en-gb",
+                 amplitude=float(rng.uniform(0.3, 0.8)))
+    mic = seed % 4
+    scene = mix_scene([(mic, call, 12000)], 4, bleed=None, noise_snr_db=35, seed=seed)
+    taps = int(rt60_s * PIPELINE_RATE_HZ)
+    t = np.arange(taps) / PIPELINE_RATE_HZ
+    tail = 10 ** (-3 * t / rt60_s) * (t > 0.003)
+    tail_energy = float(np.sum(tail**2))
+    audio = scene.audio.astype(np.float64)
+    placed = np.zeros(audio.shape[0])
+    placed[12000 : 12000 + call.size] = call
+    for m in range(4):
+        own = m == mic
+        h = rng.standard_normal(taps) * tail * np.sqrt((0.1 if own else 1.0) / tail_energy)
+        h[0] = 1.0
+        gain = 1.0 if own else 10 ** (-rng.uniform(8, 14) / 20)
+        delay = 0 if own else int(rng.uniform(1.5, 5.0) * MS)
+        wet = gain * np.convolve(placed, h)[: audio.shape[0]]
+        audio[:, m] += np.roll(wet, delay) - (placed if own else 0.0)
+    return Scene(np.clip(audio, -1, 1).astype(np.float32), scene.truth, scene.bleed_delay_ms,
+                 scene.bleed_gain_db)
+
+
+@pytest.mark.xfail(
+    reason="known: late in a reverberant call, its copies on other mics are still reported "
+    "(neither the FIR fit nor the rise test explains a diffuse tail)",
+    strict=True,
+)
+@pytest.mark.parametrize(("seed", "rt60_s"), [(0, 0.2), (1, 0.5)])
+def test_reverberant_bleed_is_never_an_utterance(seed: int, rt60_s: float) -> None:
+    scene = _room_bleed_scene(seed, rt60_s)
+    events, _ = detect(scene.audio)
+    assert [s.mic for s in starts(events)] == [scene.truth[0].mic]
+    assert abs(onset_errors_ms(scene, events)[0]) <= 5.0
+
+
+def test_fluctuating_background_from_the_first_sample_is_not_speech() -> None:
+    """A running session hears the room from the start: babble-like noise (pink, its level
+    swinging 12 dB a few times a second) on every mic is no onset, early or late."""
+    rng = np.random.default_rng(8)
+    n = 3 * PIPELINE_RATE_HZ
+    t = np.arange(n) / PIPELINE_RATE_HZ
+    swing = 10 ** (6 * np.sin(2 * np.pi * 3.0 * t + rng.uniform(0, 6, (3, 1))) / 20)
+    spec = np.fft.rfft(rng.standard_normal((3, n)), axis=1)
+    pink = np.fft.irfft(spec / np.sqrt(np.maximum(np.fft.rfftfreq(n, 1 / 16000), 50.0)), n)
+    audio = (0.02 * pink / pink.std() * swing).T.astype(np.float32)
+    events, _ = detect(audio)
+    assert events == []

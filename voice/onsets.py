@@ -10,7 +10,13 @@ How it works, per microphone:
   background, so coloured noise (fans, rumble, pink noise) becomes white and any spectral
   change stands out: a fricative's hiss above a hum is as visible as a vowel above hiss;
 * the prediction error power of that fit is the noise floor (tracked on quiet hops only:
-  quick to fall, slow to rise);
+  quick to fall, slow to rise), raised to the `floor_quantile` of the background's hop
+  powers over the last `floor_window_ms`: babble from the next table fluctuates, and its
+  peaks are background too. Nothing is reported in the first `warmup_ms`, while the floor is
+  learned from the room (a session always starts with some of it);
+* after an echo canceller (:mod:`voice.echo`), the echo it may have left is added to the
+  floor: its whitened power, held at peaks and decaying at `echo_decay_db_per_s` like a
+  room's tail, so the app's own voice is not an onset;
 * a CUSUM test for a power rise of `cusum_ratio_db` raises an alarm once its evidence (a
   log-likelihood ratio, in nats) exceeds `alarm_llr`; the onset is the sample where that
   evidence began to accumulate — the maximum-likelihood change point, to the sample;
@@ -20,15 +26,19 @@ Bleed (DESIGN principle 4): `confirm_ms` after a new onset on mic m, m is fitted
 delayed, filtered, quieter copies of the mics already speaking (up to `max_bleed_paths` sources,
 delay 0..`max_bleed_delay_ms`, a `bleed_fir_taps` FIR each, least squares over the first
 `fit_ms` and over the whole `confirm_ms`). If the fit explains at least `bleed_explained` of m's
-energy above its noise, the onset is a copy: never reported. The fitted paths are then
+energy above its noise, the onset is a copy: never reported. A room's reverberation is more
+than a short FIR can fit, so first, and cheaply, the close-talk geometry is tested: an onset
+that rises far less than a speaking mic's sound did a few ms earlier is a copy too (see
+`_quieter_copy`). The fitted paths are then
 subtracted from m while their sources are loud, and detection goes on on the residual, judged
 against the noise floor plus what the subtraction is expected to miss; so a player who starts
 talking on their own mic 20 ms into someone else's shout is still heard, with their own onset.
 
-Known limits (measured on synthetic scenes, see the task report): a second caller whose start
-is weak under another's bleed is heard up to ~20 ms late; when two sources overlap and a third
-mic hears both, a late copy is occasionally reported (a few percent of two-caller scenes);
-bleed is modelled as a short FIR, so a reverberant room will need longer paths.
+Known limits (dry synthetic and room-simulated scenes, see the task report): a second caller
+whose start is weak under another's bleed is heard up to ~20 ms late (later in reverberant
+rooms); well into a reverberant call (RT60 0.2-0.8 s) its copies on other mics are still
+reported at times; background that is loud against the calls (babble or clatter 5-10 dB
+under them) still triggers onsets and can hide calls.
 """
 
 from __future__ import annotations
@@ -49,7 +59,10 @@ class OnsetConfig:
 
     `whitening_range_db` caps how much the whitening filter may boost quiet bands;
     `floor_time_ms` is the background model's memory; nothing is detected in the first
-    `warmup_ms`. An onset must hold `min_active_ms` of rising evidence within `confirm_ms`
+    `warmup_ms`; the floor is at least the `floor_quantile` of the last `floor_window_ms` of
+    background hops (refreshed every `level_update_ms`). The copy test compares band energy
+    in `envelope_ms` bins (see `_quieter_copy` for `copy_*`); residual echo decays at
+    `echo_decay_db_per_s`. An onset must hold `min_active_ms` of rising evidence within `confirm_ms`
     (clicks do not). A path's expected miss is bounded by `bleed_leak_db` (min, max); an onset
     found while bleed is removed is a new source only if what is left exceeds
     `bleed_new_source_db` of what was removed. A source must add `bleed_min_gain` of explained
@@ -84,8 +97,9 @@ class OnsetConfig:
     envelope_ms: float = 2.0
     copy_max_lag_ms: float = 16.0
     copy_window_ms: float = 30.0
-    copy_level_db: float = -4.0
-    echo_decay_db_per_s: float = 100.0
+    late_copy_level_db: float = -8.0
+    copy_level_db: float = -8.0
+    echo_decay_db_per_s: float = 75.0
     max_segment_ms: float = 15_000.0
 
 
@@ -275,6 +289,7 @@ class OnsetDetector:
         self._copy_lags = round(cfg.copy_max_lag_ms / cfg.envelope_ms)
         self._copy_window = round(cfg.copy_window_ms * per_ms)
         self._copy_ratio = 10 ** (cfg.copy_level_db / 10)
+        self._late_copy_ratio = 10 ** (cfg.late_copy_level_db / 10)
         self._min_active_hops = max(1, math.ceil(cfg.min_active_ms / cfg.hop_ms))
         gamma = 10 ** (cfg.cusum_ratio_db / 10)
         self._llr_scale = 0.5 * (1 - 1 / gamma)
@@ -622,19 +637,21 @@ class OnsetDetector:
 
     def _quieter_copy(self, ch: int, onset: int, stop: int) -> bool:
         """Whether the onset on `ch` is a reverberant copy of mics already speaking (the
-        close-talk geometry: a copy arrives a few ms later and rises far less than on the
-        source's own mic, where a second caller rises on their own mic at least about as much
-        as the first caller's ongoing speech changes on theirs).
+        close-talk geometry: a copy arrives a few ms later and rises far less than the sound
+        on the source's own mic, while a second caller's onset rises on their own mic about
+        as much as anything the first caller's ongoing speech does on theirs).
 
         The rise is the band energy over the onset window minus that over as long a window
-        just before; a speaking mic's is taken up to `copy_max_lag_ms` earlier (the largest
-        such rise). A copy if `ch` rose by at most `copy_level_db` of some speaking mic's rise.
+        just before; a source's is taken up to `copy_max_lag_ms` earlier (its largest). Sources
+        are mics in speech, and pending onsets up to `copy_window_ms` earlier. A copy if `ch`
+        rose by at most `copy_level_db` of a source's rise, `late_copy_level_db` for a source
+        whose onset is older than `copy_window_ms` (mid-speech rises are smaller and noisier).
         Bleed from several talkers is a sum of copies each quieter than its source, so one of
-        those rose more. A room's reflections defeat a short FIR fit, not this."""
+        those rose more. Reflections defeat a short FIR fit, not this test."""
         sources = [
             m for m, st in enumerate(self._state)
-            if m != ch and st is not _State.IDLE
-            and onset - self._copy_window <= self._onset[m] <= onset + self._hop
+            if m != ch and (st is _State.SPEECH or (
+                st is _State.PENDING and onset - self._copy_window <= self._onset[m] < onset))
         ]
         if not sources:
             return False
@@ -648,8 +665,9 @@ class OnsetDetector:
         d = np.arange(lags + 1)
         after_end, mid = 2 * n + lags - d, n + lags - d
         rise = (acc[after_end] - acc[mid]) - (acc[mid] - acc[mid - n])  # (lags+1, 1+sources)
-        mine = float(rise[0, 0])
-        return mine <= self._copy_ratio * float(np.max(rise[:, 1:]))
+        recent = np.array([self._onset[m] >= onset - self._copy_window for m in sources])
+        ratio = np.where(recent, self._copy_ratio, self._late_copy_ratio)
+        return bool(np.any(rise[0, 0] <= ratio * np.max(rise[:, 1:], axis=0)))
 
     def _misfit(self, ch: int, onset: int, stop: int) -> bool:
         """Whether an onset found while bleed is being removed is only that removal falling
@@ -666,14 +684,15 @@ class OnsetDetector:
         onset = self._onset[ch]
         lead = min(self._hop, onset)
         stop = min(self._done, onset + self._confirm)
-        # a plainly quieter copy needs no fit (the cheap test first: bleed is common)
+        # a plainly quieter copy is judged without a fit; it is fitted (for its paths, to
+        # remove) only when none are being removed yet: the cheap test first, bleed is common
         quieter = self._quieter_copy(ch, onset, stop)
+        spans = sorted({min(self._fit, stop - onset), stop - onset} - {0})
         fits = [
             self._fit_bleed(ch, onset - lead, onset + span)
-            for span in sorted({min(self._fit, stop - onset), stop - onset} - {0})
-            if not quieter
+            for span in (spans[-1:] if quieter and not self._bleed[ch] else [] if quieter else spans)
         ]
-        copies = [explained >= self.config.bleed_explained for explained, _ in fits]
+        copies = [quieter or explained >= self.config.bleed_explained for explained, _ in fits]
         # First onset: a copy if either window is (the first few ms alone may be a copy with
         # the mic's own speaker starting later: the re-scan finds them). An onset found while
         # copies are already being removed must be a copy in both windows.

@@ -1,0 +1,149 @@
+"""Echo cancellation: the app's voice is removed from every mic, a player's is not (DESIGN 6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scenes import ESPEAK, mix_scene, synth
+from scipy.signal import butter, fftconvolve, sosfilt
+
+from voice.audio import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
+from voice.echo import Cancelled, EchoCanceller, EchoConfig
+from voice.onsets import OnsetDetector, SpeechEnd, SpeechStart
+
+MS = PIPELINE_RATE_HZ // 1000
+
+
+def loudspeaker_paths(n_mics: int, rt60_s: float, seed: int) -> np.ndarray:
+    """(n_mics, taps) impulse responses from a laptop speaker 0.5-2 m away: a direct sound,
+    then an exponentially decaying diffuse tail (-60 dB at `rt60_s`), about as strong."""
+    rng = np.random.default_rng(seed)
+    taps = int(0.6 * PIPELINE_RATE_HZ)
+    t = np.arange(taps) / PIPELINE_RATE_HZ
+    out = np.zeros((n_mics, taps))
+    for m in range(n_mics):
+        distance_m = rng.uniform(0.5, 2.0)
+        delay = int(distance_m / 343 * PIPELINE_RATE_HZ)
+        out[m, delay] = 0.5 / distance_m
+        tail = rng.standard_normal(taps) * 10 ** (-3 * t / rt60_s) * (t > delay / 16000 + 0.002)
+        out[m] += tail * 0.5 / distance_m * 0.04
+    return out
+
+
+def play(reference: np.ndarray, paths: np.ndarray, length: int) -> np.ndarray:
+    """What the mics hear of `reference` through a bass-less speaker and `paths`: (length, mics)."""
+    sos = butter(2, 300.0, "highpass", fs=PIPELINE_RATE_HZ, output="sos")
+    speaker = sosfilt(sos, reference)
+    return np.stack([fftconvolve(speaker, p)[:length] for p in paths], axis=1)
+
+
+def cancel(mics: np.ndarray, reference: np.ndarray, block: int = 320) -> tuple[np.ndarray, list]:  # type: ignore[type-arg]
+    """Stream through a canceller in `block`-sample frames; the output and the pieces."""
+    ec = EchoCanceller(mics.shape[1])
+    pieces: list[Cancelled] = []
+    for i in range(0, mics.shape[0], block):
+        frame = AudioFrame(mics[i : i + block].astype(np.float32), PIPELINE_RATE_HZ,
+                           mics.shape[1], i, i / PIPELINE_RATE_HZ)
+        pieces.append(ec.process(frame, reference[i : i + block]))
+    pieces.append(ec.flush())
+    return np.concatenate([p.frame.samples for p in pieces]), pieces
+
+
+def erle_db(mics: np.ndarray, out: np.ndarray) -> np.ndarray:
+    return 10 * np.log10(np.sum(mics**2, axis=0) / np.sum(out**2, axis=0))
+
+
+def test_noise_reference_is_cancelled_and_the_stream_stays_aligned() -> None:
+    rng = np.random.default_rng(0)
+    n = 4 * PIPELINE_RATE_HZ
+    reference = (0.1 * rng.standard_normal(n)).astype(np.float32)
+    mics = play(reference, loudspeaker_paths(3, 0.3, 1), n)
+    out, pieces = cancel(mics, reference, block=333)
+    assert out.shape == mics.shape
+    assert [p.frame.start_sample for p in pieces if p.frame.n_samples] == sorted(
+        {p.frame.start_sample for p in pieces if p.frame.n_samples}
+    )
+    last_second = slice(3 * PIPELINE_RATE_HZ, n)
+    assert np.all(erle_db(mics[last_second], out[last_second]) > 20.0)
+
+
+@pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
+def test_speech_echo_is_cancelled_but_a_player_talking_over_it_is_not() -> None:
+    """The app talks for 4 s; a player says "got it" over it at 2.5 s, 6 dB above the echo."""
+    n = 5 * PIPELINE_RATE_HZ
+    app = synth("next guest Rocky craves chocolate and frozen; favorite rocky road",
+                voice="en-us", amplitude=0.5)
+    reference = np.zeros(n, np.float32)
+    reference[8000 : 8000 + app.size] = app[: n - 8000]
+    echo = play(reference, loudspeaker_paths(2, 0.5, 2), n)
+    player = np.zeros((n, 2))
+    call = synth("got it", voice="en-gb", amplitude=1.0)
+    at = int(2.5 * PIPELINE_RATE_HZ)
+    player[at : at + call.size, 0] = call
+    talk = slice(at, at + call.size)
+    player[:, 0] *= np.sqrt(4 * np.mean(echo[talk, 0] ** 2) / np.mean(player[talk, 0] ** 2))
+    out, _ = cancel(echo + player, reference)
+    alone, _ = cancel(echo, reference)
+    # the player comes through whole: the canceller did not learn to remove them
+    assert abs(erle_db(player[talk, :1], out[talk, :1])[0]) < 1.5
+    # the double talk did not wreck what the filter had learned of the room
+    after = slice(at + call.size, 8000 + app.size)
+    assert np.all(erle_db(echo[after], out[after]) > erle_db(echo[after], alone[after]) - 2.0)
+    assert np.all(erle_db(echo[after], out[after]) > 10.0)
+
+
+@pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
+def test_the_app_saying_stop_is_not_heard_but_the_player_saying_got_it_is() -> None:
+    """A reverberant room (RT60 0.5 s), 3 mics, babble-free: the app narrates, then says
+    "stop!" while player 1 says "got it". Only the player's utterance is reported."""
+    line = synth("next guest Rocky craves chocolate and frozen; favorite rocky road",
+                 voice="en-us", amplitude=0.5)
+    stop = synth("stop", voice="en-us", amplitude=0.5)
+    got_it = synth("got it", voice="en-gb-scotland", amplitude=0.5)
+    stop_at = 8000 + line.size + 8000
+    call_at = stop_at + 60 * MS
+    scene = mix_scene([(1, got_it, call_at)], 3, noise_snr_db=40, seed=4,
+                      length=stop_at + 2 * PIPELINE_RATE_HZ)
+    n = scene.audio.shape[0]
+    reference = np.zeros(n, np.float32)
+    reference[8000 : 8000 + line.size] = line
+    reference[stop_at : stop_at + stop.size] = stop
+    echo = play(reference, loudspeaker_paths(3, 0.5, 3), n)
+    mics = (scene.audio + 0.5 * echo).astype(np.float32)
+    assert np.mean(echo[stop_at : stop_at + stop.size] ** 2) > 0.1 * np.mean(got_it**2)
+
+    ec, det = EchoCanceller(3), OnsetDetector(3)
+    heard: list[tuple[int, int]] = []
+    started: list[int] = []
+    for i in range(0, n + 320, 320):
+        if i < n:
+            frame = AudioFrame(mics[i : i + 320], PIPELINE_RATE_HZ, 3, i, i / PIPELINE_RATE_HZ)
+            done = ec.process(frame, reference[i : i + 320])
+        else:
+            done = ec.flush()
+        events = det.feed(done.frame, done.residual) + (det.flush() if i >= n else [])
+        started += [e.onset_sample for e in events if isinstance(e, SpeechStart)]
+        for e in events:
+            if isinstance(e, SpeechEnd):
+                seg = e.segment
+                if ec.echo_share(seg.mic, seg.onset_sample, seg.end_sample) <= 0.5:
+                    heard.append((seg.mic, seg.onset_sample))
+    assert [mic for mic, _ in heard] == [1]
+    assert abs(heard[0][1] - scene.truth[0].onset_sample) <= 10 * MS
+
+
+def test_contract_errors() -> None:
+    ec = EchoCanceller(2)
+    with pytest.raises(AudioStreamError, match="expects 16000 Hz x2"):
+        ec.process(AudioFrame(np.zeros((10, 3), np.float32), PIPELINE_RATE_HZ, 3, 0, 0.0),
+                   np.zeros(10))
+    with pytest.raises(AudioStreamError, match="reference has 5 samples"):
+        ec.process(AudioFrame(np.zeros((10, 2), np.float32), PIPELINE_RATE_HZ, 2, 0, 0.0),
+                   np.zeros(5))
+    with pytest.raises(AudioStreamError, match="gap"):
+        ec.process(AudioFrame(np.zeros((10, 2), np.float32), PIPELINE_RATE_HZ, 2, 10, 0.0),
+                   np.zeros(10))
+    with pytest.raises(ValueError, match="power of two"):
+        EchoConfig(block_samples=100)
+    with pytest.raises(ValueError, match="channels"):
+        EchoCanceller(0)
