@@ -33,9 +33,9 @@ from voice.arbiter import Arbiter, Utterance, rank
 from voice.audio import PIPELINE_RATE_HZ, WavSource, read_wav
 from voice.grammar import GAMES, Grammar, game_grammar
 from voice.intents import words
-from voice.onsets import OnsetConfig, OnsetDetector, SpeechEnd, SpeechStart
+from voice.onsets import OnsetConfig, SpeechEnd, SpeechStart
 from voice.recognize import Hypothesis, Recognizer, create_recognizer
-from voice.table import recorded_reference, with_reference
+from voice.table import Ears, recorded_reference, with_reference
 
 RATE_HZ = PIPELINE_RATE_HZ
 TIE_WINDOW_MS = 10.0
@@ -323,11 +323,12 @@ def _frames(wav: Path) -> Iterator[Any]:
 
 
 def _run_pipeline(
-    wav: Path, channels: int, app_mic: int | None, grammar: Grammar, sphinx: Recognizer
+    wav: Path, players: int, app: bool, grammar: Grammar, sphinx: Recognizer
 ) -> tuple[list[_Heard], list[Utterance], int]:
-    """Onsets → recognition → arbitration over the scene, as the table loop does it; returns
-    the decoded segments, the arbiter's released utterances and the onsets rejected as bleed."""
-    detector = OnsetDetector(channels)
+    """Echo cancellation → onsets → recognition → arbitration over the scene, with the table
+    loop's own front end (:class:`voice.table.Ears`); returns the decoded segments, the
+    arbiter's released utterances and the onsets rejected as bleed."""
+    ears = Ears(players, app)
     arbiter = Arbiter(TIE_WINDOW_MS)
     heard: list[_Heard] = []
     released: list[Utterance] = []
@@ -338,7 +339,7 @@ def _run_pipeline(
                 arbiter.started(event.mic, event.onset_s)
                 continue
             seg = event.segment
-            if seg.mic == app_mic:
+            if ears.is_app(seg):
                 arbiter.recognised(seg.mic, seg.onset_s, None)
                 continue
             hyp, decode_ms = _timed(sphinx.decode, seg.samples, grammar)
@@ -346,17 +347,17 @@ def _run_pipeline(
                 _Heard(seg.mic, seg.onset_sample, seg.end_sample, seg.samples, now, hyp, decode_ms)
             )
             arbiter.recognised(seg.mic, seg.onset_s, heard[-1])
-        arbiter.settle(detector.settled_s)
-        released.extend(u for u in arbiter.ready() if u.mic != app_mic)
+        arbiter.settle(ears.settled_s)
+        released.extend(u for u in arbiter.ready() if u.result is not None)
 
     now = 0
     for frame in _frames(wav):
         now = frame.end_sample
-        handle(detector.feed(frame), now)
-    handle(detector.flush(), now)
+        handle(ears.feed(frame), now)
+    handle(ears.flush(), now)
     arbiter.close()
     handle([], now)
-    return heard, released, detector.rejected_bleed
+    return heard, released, ears.detector.rejected_bleed
 
 
 def _run_naive(wav: Path) -> list[NaiveSegment]:
@@ -439,9 +440,8 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
     calls = [u for u in players if u["role"] == "call"]
     game = game_of(calls[0]["text"]) if calls else GAMES[truth["seed"] % len(GAMES)]
     grammar = grammar_for(game, mics)
-    app_mic = mics if wav.with_suffix(".app.wav").exists() else None
-    channels = mics + (app_mic is not None)
-    heard, released, rejected = _run_pipeline(wav, channels, app_mic, grammar, backends.sphinx)
+    app = wav.with_suffix(".app.wav").exists()
+    heard, released, rejected = _run_pipeline(wav, mics, app, grammar, backends.sphinx)
     naive = _run_naive(wav)
 
     utterances = truth["utterances"]
@@ -518,7 +518,8 @@ def peak_rss_mb(pipeline: str, wav_path: str) -> float:
     wav = Path(wav_path)
     mics = len(json.loads(wav.with_suffix(".json").read_text(encoding="utf-8"))["mics_m"])
     if pipeline == "orderup":
-        _run_pipeline(wav, mics, None, grammar_for("desserts", mics), create_recognizer("sphinx"))
+        app = wav.with_suffix(".app.wav").exists()
+        _run_pipeline(wav, mics, app, grammar_for("desserts", mics), create_recognizer("sphinx"))
     else:
         free, audio = FreeLanguageModel(), read_wav(wav)
         for s in _run_naive(wav)[:MEMORY_SEGMENTS]:

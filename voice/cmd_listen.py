@@ -31,11 +31,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from voice.arbiter import Arbiter, ArbiterError, rank
-    from voice.audio import AudioFileError, AudioStreamError, WavSource
+    from voice.audio import AudioFileError, AudioStreamError, WavSource, read_wav
+    from voice.cmd_replay import app_audio_path
     from voice.grammar import GrammarError, game_grammar, load_phrases
     from voice.models import ModelNotFound
-    from voice.onsets import OnsetDetector, SpeechEnd, SpeechStart
+    from voice.onsets import SpeechEnd, SpeechStart
     from voice.recognize import Hypothesis, RecognizerError, create_recognizer
+    from voice.table import Ears, recorded_reference, with_reference
 
     players = [p.strip() for p in args.players.split(",") if p.strip()]
     try:
@@ -48,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
         recognizer = create_recognizer(args.backend, **options)
         recognizer.prepare(grammar)
         arbiter = Arbiter(args.tie_window_ms)
-        detector = OnsetDetector(source.channels)
+        app = app_audio_path(args.wav, None)
+        ears = Ears(source.channels, app is not None)
+        frames = with_reference(source, recorded_reference(read_wav(app)[:, 0])) if app else source
         heard: list[Any] = []
 
         def handle(events: list[Any]) -> None:
@@ -57,16 +61,18 @@ def run(args: argparse.Namespace) -> int:
                     arbiter.started(event.mic, event.onset_s)
                 elif isinstance(event, SpeechEnd):
                     seg = event.segment
-                    hyp = recognizer.decode(seg.samples, grammar)
-                    arbiter.recognised(seg.mic, seg.onset_s, (seg, hyp))
-            arbiter.settle(detector.settled_s)
+                    app_voice = ears.is_app(seg)
+                    hyp = None if app_voice else recognizer.decode(seg.samples, grammar)
+                    arbiter.recognised(seg.mic, seg.onset_s, None if app_voice else (seg, hyp))
+            arbiter.settle(ears.settled_s)
             for utterance in arbiter.ready():
-                heard.append(utterance)
-                _print_utterance(args.json, utterance.result, players)
+                if utterance.result is not None:
+                    heard.append(utterance)
+                    _print_utterance(args.json, utterance.result, players)
 
-        for frame in source:
-            handle(detector.feed(frame))
-        handle(detector.flush())
+        for frame in frames:
+            handle(ears.feed(frame))
+        handle(ears.flush())
         arbiter.close()
         handle([])
     except (AudioFileError, AudioStreamError, GrammarError, ModelNotFound, RecognizerError,

@@ -25,7 +25,7 @@ from engine.core import Event
 from voice.arbiter import Arbiter
 from voice.audio import AudioFrame
 from voice.echo import EchoCanceller
-from voice.onsets import OnsetDetector, SpeechEnd, SpeechStart
+from voice.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognize import Hypothesis, Recognizer
 from voice.referee import Referee
 
@@ -51,10 +51,10 @@ class Heard:
 
 
 Reference = Callable[[int, int], np.ndarray]
+"""Reads the app's output for input samples [start, start + n): 16 kHz mono."""
 
 APP_ECHO_SHARE = 0.5
 """An utterance whose sound was more than this share the app's echo is the app's own."""
-"""Reads the app's output for input samples [start, start + n): 16 kHz mono."""
 
 
 def recorded_reference(track: np.ndarray) -> Reference:
@@ -76,6 +76,42 @@ def with_reference(frames: Iterable[AudioFrame], reference: Reference) -> Iterat
         yield AudioFrame(
             np.hstack([frame.samples, ref]), frame.rate_hz, frame.channels + 1,
             frame.start_sample, frame.t_s,
+        )
+
+
+class Ears:
+    """The pipeline's front: the app's echo cancelled (when its playback rides along as the
+    last channel), then onsets detected on the players' mics. Shared by the table loop,
+    ``orderup listen`` and the benchmark, so they all measure the same code."""
+
+    def __init__(self, players: int, app_channel: bool = False) -> None:
+        self.detector = OnsetDetector(players)
+        self.echo = EchoCanceller(players) if app_channel else None
+
+    @property
+    def settled_s(self) -> float:
+        return self.detector.settled_s
+
+    def feed(self, frame: AudioFrame) -> list[SpeechStart | SpeechEnd]:
+        if self.echo is None:
+            return self.detector.feed(frame)
+        mics = AudioFrame(frame.samples[:, :-1], frame.rate_hz, frame.channels - 1,
+                          frame.start_sample, frame.t_s)
+        cancelled = self.echo.process(mics, frame.samples[:, -1])
+        return self.detector.feed(cancelled.frame, cancelled.residual)
+
+    def flush(self) -> list[SpeechStart | SpeechEnd]:
+        events: list[SpeechStart | SpeechEnd] = []
+        if self.echo is not None:
+            rest = self.echo.flush()
+            events += self.detector.feed(rest.frame, rest.residual)
+        return events + self.detector.flush()
+
+    def is_app(self, segment: Segment) -> bool:
+        """Whether a segment's sound was mostly the app's own echo."""
+        return self.echo is not None and (
+            self.echo.echo_share(segment.mic, segment.onset_sample, segment.end_sample)
+            > APP_ECHO_SHARE
         )
 
 
@@ -102,8 +138,7 @@ class TableLoop:
         self.players = tuple(players)
         self.grammar = game_grammar(referee.game.name, list(self.players))
         recognizer.prepare(self.grammar)
-        self.detector = OnsetDetector(len(self.players))
-        self.echo = EchoCanceller(len(self.players)) if app_channel else None
+        self.ears = Ears(len(self.players), app_channel)
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
@@ -134,20 +169,11 @@ class TableLoop:
 
     def feed(self, frame: AudioFrame) -> list[Heard | Event]:
         """Analyse one frame; return what was heard and what the game did, in time order."""
-        if self.echo is None:
-            return self._handle(self.detector.feed(frame))
-        mics = AudioFrame(frame.samples[:, :-1], frame.rate_hz, frame.channels - 1,
-                          frame.start_sample, frame.t_s)
-        cancelled = self.echo.process(mics, frame.samples[:, -1])
-        return self._handle(self.detector.feed(cancelled.frame, cancelled.residual))
+        return self._handle(self.ears.feed(frame))
 
     def finish(self) -> list[Heard | Event]:
         """End of the audio: settle everything still pending."""
-        out: list[Heard | Event] = []
-        if self.echo is not None:
-            rest = self.echo.flush()
-            out += self._handle(self.detector.feed(rest.frame, rest.residual))
-        out += self._handle(self.detector.flush())
+        out = self._handle(self.ears.flush())
         self.arbiter.close()
         return out + self._handle([])
 
@@ -158,13 +184,9 @@ class TableLoop:
                 self._open.add((event.onset_s, event.mic))
             else:
                 seg = event.segment
-                app = self.echo is not None and (
-                    self.echo.echo_share(seg.mic, seg.onset_sample, seg.end_sample)
-                    > APP_ECHO_SHARE
-                )
-                hyp = None if app else self.recognizer.decode(seg.samples, self.grammar)
+                hyp = None if self.ears.is_app(seg) else self.recognizer.decode(seg.samples, self.grammar)
                 self.arbiter.recognised(seg.mic, seg.onset_s, (seg.end_s, hyp))
-        self.arbiter.settle(self.detector.settled_s)
+        self.arbiter.settle(self.ears.settled_s)
         out: list[Heard | Event] = []
         for u in self.arbiter.ready():
             self._open.discard((u.onset_s, u.mic))
@@ -177,7 +199,7 @@ class TableLoop:
             game_t = self.game_time(u.onset_s)
             if hyp.understood and game_t is not None:
                 out += self.referee.hear(game_t, player, hyp.text)
-        watermark = self.game_time(min([self.detector.settled_s, *(onset for onset, _ in self._open)]))
+        watermark = self.game_time(min([self.ears.settled_s, *(onset for onset, _ in self._open)]))
         if watermark is not None and watermark > self.referee.state.t:
             out += self.referee.tick(watermark)
         return out
