@@ -127,7 +127,9 @@ DESSERTS = Session(
         s(0.5, "Maya", "rocky road"),
         s(0.7, "Leo", "got it"), s(0.5, "Leo", "apple pie"),
     ),
-    room=Room((6.0, 5.0, 2.7), 0.4),
+    room=Room((6.0, 5.0, 2.7), 0.2),
+    snr_db=None,
+    noise=None,
 )
 
 POUTINE = Session(

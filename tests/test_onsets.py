@@ -279,3 +279,15 @@ def test_fluctuating_background_from_the_first_sample_is_not_speech() -> None:
     audio = (0.02 * pink / pink.std() * swing).T.astype(np.float32)
     events, _ = detect(audio)
     assert events == []
+
+
+def test_an_empty_frame_is_nothing_to_analyse() -> None:
+    """An echo canceller filling its block passes on empty frames; they change nothing."""
+    import numpy as np
+
+    from voice.audio import AudioFrame
+    from voice.onsets import OnsetDetector
+
+    detector = OnsetDetector(2)
+    assert detector.feed(AudioFrame(np.zeros((0, 2), np.float32), 16000, 2, 0, 0.0)) == []
+    assert detector.feed(AudioFrame(np.zeros((320, 2), np.float32), 16000, 2, 0, 0.0)) == []

@@ -367,6 +367,8 @@ class OnsetDetector:
             raise AudioStreamError(
                 f"frame starts at sample {frame.start_sample}, expected {self._raw.end} (gap)"
             )
+        if frame.n_samples == 0:  # an echo canceller still filling a block passes on nothing
+            return []
         from scipy.signal import sosfilt
 
         x = frame.samples.astype(np.float32, copy=False)

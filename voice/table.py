@@ -25,6 +25,7 @@ from engine.core import Event
 from voice.arbiter import Arbiter
 from voice.audio import AudioFrame
 from voice.echo import EchoCanceller
+from voice.grammar import Grammar
 from voice.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognize import Hypothesis, Recognizer
 from voice.referee import Referee
@@ -131,12 +132,10 @@ class TableLoop:
         app_channel: bool = False,
         tie_window_ms: float = 40.0,
     ) -> None:
-        from voice.grammar import game_grammar
-
         self.referee = referee
         self.recognizer = recognizer
         self.players = tuple(players)
-        self.grammar = game_grammar(referee.game.name, list(self.players))
+        self.grammar = self._grammar_now()
         recognizer.prepare(self.grammar)
         self.ears = Ears(len(self.players), app_channel)
         self.arbiter = Arbiter(tie_window_ms)
@@ -202,4 +201,18 @@ class TableLoop:
         watermark = self.game_time(min([self.ears.settled_s, *(onset for onset, _ in self._open)]))
         if watermark is not None and watermark > self.referee.state.t:
             out += self.referee.tick(watermark)
+        if any(isinstance(item, Event) for item in out):
+            self._update_grammar()
         return out
+
+    def _grammar_now(self) -> Grammar:
+        """The grammar of the moment: what the game's intents allow in the current state."""
+        from voice.grammar import game_grammar
+
+        return game_grammar(self.referee.game.name, list(self.players), self.referee.state)
+
+    def _update_grammar(self) -> None:
+        grammar = self._grammar_now()
+        if grammar != self.grammar:
+            self.grammar = grammar
+            self.recognizer.prepare(grammar)
