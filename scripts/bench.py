@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "set": set_name,
         "seed": args.seed,
         "scenes": len(records),
-        "audio_s": round(sum(r["duration_s"] for r in records), 1),
+        "audio_s": round(sum(r.get("duration_s", 0.0) for r in records), 1),
         "vosk_model": bench_scene.english_vosk_model(),
         "tie_window_ms": bench_scene.TIE_WINDOW_MS,
         "runtime_s": round(time.perf_counter() - began, 1),
