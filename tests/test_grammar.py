@@ -55,16 +55,20 @@ def test_game_grammars_hold_every_card_and_call() -> None:
     p = set(game_grammar("poutine", ["Ann", "Bob"]).expand())
     assert {"stop", "take it", "fries", "ann", "give two to bob"} <= p
     assert all(s in p for m in poutine().menu for s in m.spoken)
-    c = game_grammar("chaosteria", ["Ann", "Bob"])
-    phrases = set(c.expand())
+    c = game_grammar("chaosteria", ["Ann", "Bob"])  # orders of up to five: too many to expand
+
+    def allowed(phrase: str) -> bool:
+        return c.match(phrase.split()).cost == 0
+
     for dish in chaosteria().dishes:
-        assert f"nobody ordered {dish.dish.lower()}" in phrases
+        assert allowed(f"nobody ordered {dish.dish.lower()}")
         for v in dish.variants:
-            assert f"i serve ann the {v.lower()}" in phrases and f"mine {v.lower()}" in phrases
-    assert {"bell", "return", "what did i order"} <= phrases
+            assert allowed(f"i serve ann the {v.lower()}") and allowed(f"mine {v.lower()}")
+    assert all(allowed(p) for p in ("bell", "return", "what did i order",
+                                    "onion soup and rare steak and cola"))
     with pytest.raises(GrammarError, match="unknown game"):
         game_grammar("chess", [])
-    with pytest.raises(GrammarError, match="players"):
+    with pytest.raises(GrammarError, match="player"):
         game_grammar("chaosteria", [])
 
 
