@@ -4,9 +4,7 @@ the benchmark cannot rot (issue 7). Runs the script as a subprocess (nothing imp
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,16 +40,6 @@ FIGURES = (
     "peak_memory_mb",
 )
 """Every figure issue 7 asks for (with the voice pipeline's targets among them)."""
-
-pytestmark = [
-    pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng renders the scenes"),
-    pytest.mark.skipif(
-        importlib.util.find_spec("matplotlib") is None, reason="the bench extra (matplotlib)"
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("pyroomacoustics") is None, reason="pyroomacoustics renders rooms"
-    ),
-]
 
 
 @pytest.fixture(scope="module")
