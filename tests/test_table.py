@@ -89,3 +89,21 @@ def test_calls_during_a_pause_are_heard_but_not_refereed(tmp_path: Path) -> None
     assert refused and refused[0].data["text"] == "rocky road"
     assert loop.game_time(2.0) is None
     assert loop.game_time(4.0) == pytest.approx(2.0, abs=0.03)  # two seconds were paused
+
+
+def test_a_pause_inside_an_unfinished_phrase_does_not_cut_it(tmp_path: Path) -> None:
+    """"brownie and … whipped cream": the first part is unfinished, so the parts are joined."""
+    first = synth("brownie and", voice="en-us", amplitude=0.6)
+    rest = synth("whipped cream", voice="en-us", amplitude=0.6)
+    pause = int(0.6 * RATE)  # longer than the 300 ms that ends an utterance
+    start = int(1.5 * RATE)
+    scene = mix_scene([(0, first, start), (0, rest, start + len(first) + pause)], 2,
+                      noise_snr_db=35.0, seed=5, length=int(5.0 * RATE))
+    wav = tmp_path / "pause.wav"
+    write_wav(wav, scene.audio, RATE)
+    loop = loop_for(tmp_path)
+    items = [i for frame in WavSource(wav) for i in loop.feed(frame)] + loop.finish()
+    heard = [i for i in items if type(i).__name__ == "Heard"]
+    assert [(h.player, h.text, h.understood) for h in heard] == [
+        ("Ann", "brownie and whipped cream", True)]
+    assert heard[0].onset_s == pytest.approx(start / RATE, abs=0.02)

@@ -189,6 +189,30 @@ class Grammar:
             arcs.append((state, 1, None))
         return _minimal_fsg(count, arcs)
 
+    def unfinished(self, words: Sequence[str]) -> bool:
+        """Whether ``words`` begin an allowed phrase without being one ("brownie and"): a
+        pause after them is a pause inside a phrase, not its end."""
+        fsg = self.fsg
+        arcs: dict[int, list[tuple[int, str | None]]] = {}
+        for s, t, w in fsg.transitions:
+            arcs.setdefault(s, []).append((t, w))
+
+        def closure(states: set[int]) -> set[int]:
+            todo, seen = list(states), set(states)
+            while todo:
+                for t, w in arcs.get(todo.pop(), ()):
+                    if w is None and t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            return seen
+
+        states = closure({fsg.start})
+        for word in words:
+            states = closure({t for s in states for t, w in arcs.get(s, ()) if w == word})
+            if not states:
+                return False
+        return bool(words) and fsg.final not in states
+
     def match(self, words: Sequence[str]) -> Match:
         """The allowed phrase nearest to `words` by word edit distance (over the FSG, never
         expanding it), with the cost; cost 0 means `words` is exactly an allowed phrase."""

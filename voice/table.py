@@ -54,6 +54,10 @@ class Heard:
 Reference = Callable[[int, int], np.ndarray]
 """Reads the app's output for input samples [start, start + n): 16 kHz mono."""
 
+JOIN_GAP_S = 1.2
+"""A pause inside an unfinished phrase ("brownie and … whipped cream") up to this long does not
+cut it in two: the parts are decoded together."""
+
 APP_ECHO_SHARE = 0.5
 """An utterance whose sound was more than this share the app's echo is the app's own."""
 
@@ -141,6 +145,7 @@ class TableLoop:
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
+        self._held: dict[int, tuple[Segment, Hypothesis]] = {}
         self.app_utterances = 0
 
     @property
@@ -173,6 +178,7 @@ class TableLoop:
     def finish(self) -> list[Heard | Event]:
         """End of the audio: settle everything still pending."""
         out = self._handle(self.ears.flush())
+        self._release_held(float("inf"))
         self.arbiter.close()
         return out + self._handle([])
 
@@ -181,18 +187,19 @@ class TableLoop:
             if isinstance(event, SpeechStart):
                 self.arbiter.started(event.mic, event.onset_s)
                 self._open.add((event.onset_s, event.mic))
+            elif self.ears.is_app(event.segment):
+                self.app_utterances += 1
+                self.arbiter.recognised(event.segment.mic, event.segment.onset_s, None)
             else:
-                seg = event.segment
-                hyp = None if self.ears.is_app(seg) else self.recognizer.decode(seg.samples, self.grammar)
-                self.arbiter.recognised(seg.mic, seg.onset_s, (seg.end_s, hyp))
+                self._recognise(event.segment)
+        self._release_held(self.ears.settled_s)
         self.arbiter.settle(self.ears.settled_s)
         out: list[Heard | Event] = []
         for u in self.arbiter.ready():
             self._open.discard((u.onset_s, u.mic))
-            end_s, hyp = cast(tuple[float, Hypothesis | None], u.result)
-            if hyp is None:
-                self.app_utterances += 1
+            if u.result is None:  # the app's own voice, or the tail of a joined phrase
                 continue
+            end_s, hyp = cast(tuple[float, Hypothesis], u.result)
             player = self.players[u.mic]
             out.append(Heard(u.mic, player, u.onset_s, end_s, hyp.text, hyp.understood, hyp.confidence))
             game_t = self.game_time(u.onset_s)
@@ -204,6 +211,37 @@ class TableLoop:
         if any(isinstance(item, Event) for item in out):
             self._update_grammar()
         return out
+
+    def _recognise(self, seg: Segment) -> None:
+        """Decode a segment; an unfinished phrase waits for its continuation on the same mic."""
+        held = self._held.pop(seg.mic, None)
+        if held is not None:
+            first, first_hyp = held
+            pause = np.zeros(max(0, seg.samples_start_sample - first.end_sample), np.float32)
+            joined = self.recognizer.decode(
+                np.concatenate([first.samples, pause, seg.samples]), self.grammar
+            )
+            if joined.understood:
+                self.arbiter.recognised(first.mic, first.onset_s, (seg.end_s, joined))
+                self.arbiter.recognised(seg.mic, seg.onset_s, None)
+                return
+            self.arbiter.recognised(first.mic, first.onset_s, (first.end_s, first_hyp))
+        hyp = self.recognizer.decode(seg.samples, self.grammar)
+        words = hyp.text.split()
+        # A grammar decoder finds no path at all through the first part of a phrase cut by a
+        # pause ("brownie and"): nothing heard may be unfinished too.
+        if not hyp.understood and (not words or self.grammar.unfinished(words)):
+            self._held[seg.mic] = (seg, hyp)
+        else:
+            self.arbiter.recognised(seg.mic, seg.onset_s, (seg.end_s, hyp))
+
+    def _release_held(self, now_s: float) -> None:
+        """Give up waiting for the rest of a phrase after JOIN_GAP_S with nothing new begun."""
+        for mic, (seg, hyp) in list(self._held.items()):
+            continuing = any(m == mic and onset > seg.onset_s for onset, m in self._open)
+            if now_s > seg.end_s + JOIN_GAP_S and not continuing:
+                del self._held[mic]
+                self.arbiter.recognised(mic, seg.onset_s, (seg.end_s, hyp))
 
     def _grammar_now(self) -> Grammar:
         """The grammar of the moment: what the game's intents allow in the current state."""
