@@ -51,10 +51,11 @@ class TableView:
 def render(view: TableView) -> Any:
     """The view as a rich renderable."""
     from rich.console import Group
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
 
-    said = "\n".join(view.said) or "…"
+    said = escape("\n".join(view.said)) or "…"
     scores = Table(expand=True, box=None)
     scores.add_column("player")
     columns: list[str] = []
@@ -73,11 +74,11 @@ def render(view: TableView) -> Any:
     for name in ("time", "who", "heard", "sure"):
         heard.add_column(name)
     for h in view.heard:
-        text = h.text if h.understood else f"[dim]{h.text or '…'} (not understood)[/dim]"
+        text = escape(h.text) if h.understood else f"[dim]{escape(h.text) or '…'} (not understood)[/dim]"
         heard.add_row(f"{h.onset_s:7.2f}", h.player, text, f"{h.confidence:.2f}")
     return Group(
         Panel(said, title=view.title),
         Panel(scores, title="scores and microphones"),
         Panel(heard, title="heard"),
-        f"{view.status}  {KEYS}",
+        escape(f"{view.status}  {KEYS}"),
     )

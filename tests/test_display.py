@@ -1,0 +1,57 @@
+"""The live table's screen and its driver, on recorded frames (no microphone here)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from scenes import mix_scene, synth
+
+from voice.audio import PIPELINE_RATE_HZ, WavSource, write_wav
+from voice.cmd_play import Keys, drive, narrate
+from voice.display import TableView, render
+from voice.journal import Journal, Setup
+from voice.recognize import create_recognizer
+from voice.referee import Referee
+from voice.table import Heard, TableLoop
+from voice.tts import Announcer
+
+RATE = PIPELINE_RATE_HZ
+
+
+def test_the_screen_shows_scores_meters_and_calls() -> None:
+    view = TableView("desserts", ("Ann", "Bob"))
+    view.meter(np.full((320, 2), [0.1, 0.001], np.float32))
+    view.take([Heard(0, "Ann", 1.0, 1.4, "got it", True, 0.97),
+               Heard(1, "Bob", 1.1, 1.5, "pass me the salt", False, 0.0)])
+    view.summary = {"players": {"Ann": {"guests": 1, "hand": 5}, "Bob": {"guests": 0, "hand": 6}}}
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    console.print(render(view))
+    screen = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "got it" in screen and "not understood" in screen
+    assert "guests" in screen and "-20 dB" in screen and "-60 dB" in screen
+    assert "[u] undo" in screen
+
+
+def test_drive_referees_recorded_frames_and_narrates(tmp_path: Path) -> None:
+    calls = [(0, synth("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
+             (0, synth("rocky road", voice="en-us", amplitude=0.6), int(3.0 * RATE))]
+    scene = mix_scene(calls, 2, noise_snr_db=35.0, seed=2, length=int(4.5 * RATE))
+    wav = tmp_path / "game.wav"
+    write_wav(wav, scene.audio, RATE)
+    setup = Setup("desserts", ("Ann", "Bob"), {"guests": ("Rocky",)}, {}, 1)
+    game, state = setup.new_state()
+    loop = TableLoop(Referee(game, state, Journal(str(tmp_path / "j.jsonl"), setup)),
+                     create_recognizer("sphinx"), ("Ann", "Bob"))
+    said: list[str] = []
+    announcer = Announcer(None, None, echo=said.append)
+    narrate(announcer, state.opening)
+    with Keys() as keys:
+        drive(loop, WavSource(wav), announcer, keys, [], [], "desserts")
+    announcer.close()
+    assert said[0].startswith("Dealing 5 desserts")
+    assert any("Ann first." in line for line in said)
+    assert any("Ann takes Rocky." in line for line in said)
+    assert loop.referee.state.summary()["players"]["Ann"]["guests"] == 1
