@@ -31,13 +31,16 @@ import numpy as np
 
 from voice.arbiter import Arbiter, Utterance, rank
 from voice.audio import PIPELINE_RATE_HZ, WavSource, read_wav
-from voice.grammar import GAMES, Grammar, game_grammar
+from voice.games import GAMES as GAME_BINDINGS
+from voice.grammar import Grammar, game_grammar
 from voice.intents import words
 from voice.onsets import OnsetConfig, SpeechEnd, SpeechStart
 from voice.recognize import Hypothesis, Recognizer, create_recognizer
 from voice.table import Ears, recorded_reference, with_reference
 
 RATE_HZ = PIPELINE_RATE_HZ
+GAMES = tuple(GAME_BINDINGS)
+"""The games whose grammars the scenes' phrases are decoded against."""
 TIE_WINDOW_MS = 10.0
 """The tie window the first-speaker targets are stated for."""
 PLAYERS = ("ann", "bob", "cara", "dev", "eve", "finn", "gus", "hana")

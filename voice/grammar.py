@@ -21,8 +21,6 @@ from typing import Any
 
 from voice.intents import words as normalise
 
-GAMES = ("desserts", "poutine", "chaosteria")
-
 _SLOT = re.compile(r"^\{([a-z_][a-z0-9_]*)\}$")
 _TOKEN = re.compile(r"\{[^}]*\}|[^\s{}]+")
 _SLOT_DEF = re.compile(r"^@slot\s+([a-z_][a-z0-9_]*)\s*:(.*)$")
