@@ -342,7 +342,7 @@ def _run_pipeline(
                 arbiter.started(event.mic, event.onset_s)
                 continue
             seg = event.segment
-            if ears.is_app(seg):
+            if ears.is_other(seg):
                 arbiter.recognised(seg.mic, seg.onset_s, None)
                 continue
             hyp, decode_ms = _timed(sphinx.decode, seg.samples, grammar)

@@ -99,10 +99,14 @@ def test_utterance_spans_the_call(single_results: list) -> None:  # type: ignore
         (seg,) = segments(events)
         truth = scene.truth[0]
         assert abs(seg.end_sample - truth.end_sample) <= 100 * MS
-        assert seg.samples_start_sample == seg.onset_sample - 50 * MS
+        assert seg.samples_start_sample == seg.onset_sample - 100 * MS
+        assert seg.samples.size == seg.end_sample - seg.samples_start_sample + 250 * MS
         np.testing.assert_array_equal(
-            seg.samples, scene.audio[seg.samples_start_sample : seg.end_sample, seg.mic]
+            seg.samples,
+            scene.audio[seg.samples_start_sample : seg.samples_start_sample + seg.samples.size,
+                        seg.mic],
         )
+        assert not seg.not_own and seg.own_s > 0.1
         assert seg.onset_s == seg.onset_sample / PIPELINE_RATE_HZ
         assert -40 < seg.level_db < 0
 

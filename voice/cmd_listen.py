@@ -61,9 +61,9 @@ def run(args: argparse.Namespace) -> int:
                     arbiter.started(event.mic, event.onset_s)
                 elif isinstance(event, SpeechEnd):
                     seg = event.segment
-                    app_voice = ears.is_app(seg)
-                    hyp = None if app_voice else recognizer.decode(seg.samples, grammar)
-                    arbiter.recognised(seg.mic, seg.onset_s, None if app_voice else (seg, hyp))
+                    other = ears.is_other(seg)
+                    hyp = None if other else recognizer.decode(seg.samples, grammar)
+                    arbiter.recognised(seg.mic, seg.onset_s, None if other else (seg, hyp))
             arbiter.settle(ears.settled_s)
             for utterance in arbiter.ready():
                 if utterance.result is not None:

@@ -67,11 +67,20 @@ class OnsetConfig:
     found while bleed is removed is a new source only if what is left exceeds
     `bleed_new_source_db` of what was removed. A source must add `bleed_min_gain` of explained
     energy to be kept in a fit. `max_segment_ms` ends a runaway utterance (a noise change).
+
+    Crosstalk (see :meth:`OnsetDetector._own`): band power over `crosstalk_window_ms`; each
+    pair's coupling starts at `crosstalk_initial_db`, stays within `crosstalk_range_db`, and is
+    learned (time constant `crosstalk_learn_time_ms` of learning hops) while the source is
+    `crosstalk_learn_above_db` over its band floor and the other mic is idle. A mic's sound is
+    its own when it exceeds `own_margin_db` (`onset_own_margin_db` for an onset to stand) over
+    every other mic's expected crosstalk; an utterance with less than `min_own_ms` of its own
+    sound (loud over the background and over crosstalk) was not its player's call.
     """
 
     hop_ms: float = 5.0
     end_silence_ms: float = 300.0
-    pre_roll_ms: float = 50.0
+    pre_roll_ms: float = 100.0
+    post_roll_ms: float = 250.0
     highpass_hz: float = 100.0
     whitening_order: int = 8
     whitening_range_db: float = 30.0
@@ -101,6 +110,14 @@ class OnsetConfig:
     copy_level_db: float = -8.0
     echo_decay_db_per_s: float = 75.0
     max_segment_ms: float = 15_000.0
+    crosstalk_window_ms: float = 25.0
+    crosstalk_initial_db: float = -10.0
+    crosstalk_range_db: tuple[float, float] = (-30.0, -3.0)
+    crosstalk_learn_above_db: float = 25.0
+    crosstalk_learn_time_ms: float = 2000.0
+    own_margin_db: float = 6.0
+    onset_own_margin_db: float = 3.0
+    min_own_ms: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -108,7 +125,8 @@ class Segment:
     """One attributed utterance on one mic; samples are at 16 kHz on that mic's clock.
 
     `samples` is the mic's audio from `samples_start_sample` (onset minus the pre-roll) to
-    `end_sample`; `level_db` is its mean level from onset to end in dB full scale.
+    `end_sample` plus the post-roll (a recogniser needs the quiet around a word);
+    `level_db` is its mean level from onset to end in dB full scale.
     """
 
     mic: int
@@ -119,6 +137,12 @@ class Segment:
     level_db: float
     samples_start_sample: int
     samples: np.ndarray = field(compare=False, repr=False)
+    own_s: float = 0.0
+    """How long, between onset and end, the mic's sound was its own player's: over the
+    background and over what other talking players' mics leak into it (crosstalk)."""
+    not_own: bool = False
+    """Whether too little of it was (:attr:`OnsetConfig.min_own_ms`): another player's voice
+    heard on this mic, or sound too faint to be told from the background; not a call."""
 
     @property
     def duration_s(self) -> float:
@@ -278,6 +302,7 @@ class OnsetDetector:
         self._hop = max(1, round(cfg.hop_ms * per_ms))
         self._end_silence = round(cfg.end_silence_ms * per_ms)
         self._pre_roll = round(cfg.pre_roll_ms * per_ms)
+        self._post_roll = min(self._end_silence, round(cfg.post_roll_ms * per_ms))
         self._confirm = round(cfg.confirm_ms * per_ms)
         self._fit = round(cfg.fit_ms * per_ms)
         self._max_delay = round(cfg.max_bleed_delay_ms * per_ms)
@@ -295,6 +320,12 @@ class OnsetDetector:
         self._llr_scale = 0.5 * (1 - 1 / gamma)
         self._llr_bias = 0.5 * math.log(gamma)
         self._active = 10 ** (cfg.active_db / 10)
+        self._xt_len = max(self._hop, round(cfg.crosstalk_window_ms * per_ms))
+        self._xt_range = tuple(10 ** (d / 10) for d in cfg.crosstalk_range_db)
+        self._xt_learn_above = 10 ** (cfg.crosstalk_learn_above_db / 10)
+        self._xt_rate = min(1.0, cfg.hop_ms / cfg.crosstalk_learn_time_ms)
+        self._own_margin = 10 ** (cfg.own_margin_db / 10)
+        self._onset_own_margin = 10 ** (cfg.onset_own_margin_db / 10)
         self._new_source = 10 ** (cfg.bleed_new_source_db / 10)
         self._min_leak = 10 ** (cfg.bleed_leak_db[0] / 10)
         self._max_leak = 10 ** (cfg.bleed_leak_db[1] / 10)
@@ -331,6 +362,12 @@ class OnsetDetector:
         self._onset = [0] * channels
         self._last_active = [0] * channels
         self._bleed: list[list[_Bleed]] = [[] for _ in range(channels)]
+        # crosstalk: [source, mic] band power ratio, the band floor, own hops per utterance
+        self._coupling = np.full((channels, channels), 10 ** (cfg.crosstalk_initial_db / 10))
+        self._band_floor = np.full(channels, np.nan)
+        self._band_power = np.zeros(channels)
+        self._own_log = _History(channels)  # per sample: its hop's power over crosstalk
+        self._own_hops = [0] * channels
         self.rejected_bleed = 0
         """Onsets found to be copies of another mic and not reported."""
 
@@ -490,6 +527,7 @@ class OnsetDetector:
         e = s + self._hop
         self._track_echo(s, e)
         everyone = list(range(self.channels))
+        own = self._own(e)
         first = np.isnan(self._floor)
         if first.any():  # the very first hop: start the background model from it
             self._learn_background(self._band.get(s - self._order, e), first, first)
@@ -509,7 +547,10 @@ class OnsetDetector:
         quiet = still_idle & unbled & (power < 4 * self._noise_floor())
         if quiet.any():
             self._learn_background(sig.residual, quiet, power < self._floor / 2)
-        active = power > noise * self._active
+            self._band_floor += np.where(
+                quiet, self._floor_alpha * (self._band_power - self._band_floor), 0.0
+            )
+        active = (power > noise * self._active) & (own > self._own_margin)
         for ch in range(self.channels):
             state = self._state[ch]
             if state is _State.PENDING and e >= self._onset[ch] + self._confirm:
@@ -517,6 +558,8 @@ class OnsetDetector:
             elif state is _State.SPEECH:
                 if active[ch]:
                     self._last_active[ch] = e
+                    self._own_hops[ch] += 1
+
                 if e - self._last_active[ch] >= self._end_silence:
                     self._end(ch, events)
                 elif e - self._onset[ch] >= self._max_segment:
@@ -533,6 +576,36 @@ class OnsetDetector:
                 if loud[b.leader]:
                     b.expires_sample = e + self._tail
             self._bleed[ch] = [b for b in self._bleed[ch] if b.expires_sample > e]
+
+    def _own(self, e: int) -> np.ndarray:
+        """Per mic: how far its sound in the hop ending at `e` exceeds the crosstalk expected
+        from the other mics (a power ratio; logged per sample for :meth:`_decide`).
+
+        Close-talk geometry: a player's voice reaches their own mic several dB louder than any
+        other, so what mic m hears of a player at mic c is c's band power times a steady
+        coupling c→m (reverberation included). Mic m's sound is its own when it exceeds every
+        other talking mic's power (an idle mic's sound is noise or the app's echo, which reach
+        every mic alike) times its coupling by `own_margin_db` (`onset_own_margin_db` for an
+        onset's first hops, which may be weak): this holds for a player who talks over
+        someone else (their own mic is loud with them), not for the copy of that someone. Each coupling is learned while its source is speaking, the loudest and well
+        above its band floor, and m is idle; mics of different gains are learned as they are.
+        """
+        band = self._band.get(e - self._xt_len, e)
+        p = self._band_power = np.einsum("nc,nc->c", band, band) / band.shape[0] + 1e-20
+        self._band_floor = np.where(np.isnan(self._band_floor), p, self._band_floor)
+        crosstalk = self._coupling * p[:, None]
+        np.fill_diagonal(crosstalk, 0.0)
+        crosstalk[[st is _State.IDLE for st in self._state]] = 0.0  # sources: players talking
+        own = p / np.maximum(crosstalk.max(axis=0), 1e-30)  # over the largest crosstalk
+        self._own_log.append(np.repeat(own[None, :].astype(np.float32), self._hop, axis=0))
+        src = int(np.argmax(p))
+        if self._state[src] is _State.SPEECH and p[src] > self._xt_learn_above * self._band_floor[src]:
+            idle = np.array([st is _State.IDLE and m != src for m, st in enumerate(self._state)])
+            log_c = np.log(self._coupling[src, idle])
+            log_c += self._xt_rate * (np.log(p[idle] / p[src]) - log_c)
+            lo, hi = self._xt_range
+            self._coupling[src, idle] = np.clip(np.exp(log_c), lo, hi)
+        return own
 
     def _scan_idle(self, sig: _Sig, s: int, idle: np.ndarray, events: list[Event]) -> None:
         """Run the CUSUM of every idle channel over one hop; alarms become pending onsets."""
@@ -699,7 +772,8 @@ class OnsetDetector:
         # the mic's own speaker starting later: the re-scan finds them). An onset found while
         # copies are already being removed must be a copy in both windows.
         judged_copy = bool(copies) and (all(copies) if self._bleed[ch] else any(copies))
-        if quieter or judged_copy or self._misfit(ch, onset, stop):
+        crosstalk = not np.any(self._own_log.get(onset, stop)[:, ch] > self._onset_own_margin)
+        if quieter or judged_copy or crosstalk or self._misfit(ch, onset, stop):
             self.rejected_bleed += 1
             self._state[ch] = _State.IDLE
             fitted = [paths for (_, paths), copy in zip(fits, copies) if copy and paths]
@@ -718,6 +792,7 @@ class OnsetDetector:
             return
         self._state[ch] = _State.SPEECH
         self._last_active[ch] = stop
+        self._own_hops[ch] = 0
         events.append(SpeechStart(ch, onset, onset / self.rate_hz, self._done))
 
     def _rescan(self, ch: int, start: int, events: list[Event]) -> None:
@@ -739,11 +814,14 @@ class OnsetDetector:
         onset = self._onset[ch]
         end = max(self._last_active[ch], onset + 1)
         first = max(0, onset - self._pre_roll)
-        audio = self._raw.get(first, end)[:, ch].astype(np.float32)
-        body = audio[onset - first :].astype(np.float64)
+        audio = self._raw.get(first, min(self._done, end + self._post_roll))[:, ch]
+        audio = audio.astype(np.float32)
+        body = audio[onset - first : end - first].astype(np.float64)
         level_db = 10 * math.log10(float(np.mean(body * body)) + 1e-12)
+        own_ms = self._own_hops[ch] * self.config.hop_ms
         seg = Segment(
-            ch, onset, end, onset / self.rate_hz, end / self.rate_hz, level_db, first, audio
+            ch, onset, end, onset / self.rate_hz, end / self.rate_hz, level_db, first, audio,
+            own_ms / 1000, own_ms < self.config.min_own_ms,
         )
         events.append(SpeechEnd(seg))
         self._state[ch] = _State.IDLE
@@ -759,3 +837,4 @@ class OnsetDetector:
         self._band.trim_before(keep)
         self._echo.trim_before(keep)
         self._echo_band.trim_before(keep)
+        self._own_log.trim_before(keep)

@@ -119,6 +119,11 @@ class Ears:
             > APP_ECHO_SHARE
         )
 
+    def is_other(self, segment: Segment) -> bool:
+        """Whether a segment was not its player's call: another player's voice heard on that
+        mic (crosstalk) or background too faint to tell, or the app's own voice."""
+        return segment.not_own or self.is_app(segment)
+
 
 class TableLoop:
     """Drives a :class:`Referee` from multichannel audio frames.
@@ -146,7 +151,6 @@ class TableLoop:
         self._open: set[tuple[float, int]] = set()
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
         self._held: dict[int, tuple[Segment, Hypothesis]] = {}
-        self.app_utterances = 0
 
     @property
     def paused(self) -> bool:
@@ -187,8 +191,7 @@ class TableLoop:
             if isinstance(event, SpeechStart):
                 self.arbiter.started(event.mic, event.onset_s)
                 self._open.add((event.onset_s, event.mic))
-            elif self.ears.is_app(event.segment):
-                self.app_utterances += 1
+            elif self.ears.is_other(event.segment):
                 self.arbiter.recognised(event.segment.mic, event.segment.onset_s, None)
             else:
                 self._recognise(event.segment)
@@ -197,7 +200,7 @@ class TableLoop:
         out: list[Heard | Event] = []
         for u in self.arbiter.ready():
             self._open.discard((u.onset_s, u.mic))
-            if u.result is None:  # the app's own voice, or the tail of a joined phrase
+            if u.result is None:  # not a call (see Ears.is_other), or a joined phrase's tail
                 continue
             end_s, hyp = cast(tuple[float, Hypothesis], u.result)
             player = self.players[u.mic]
@@ -217,9 +220,11 @@ class TableLoop:
         held = self._held.pop(seg.mic, None)
         if held is not None:
             first, first_hyp = held
-            pause = np.zeros(max(0, seg.samples_start_sample - first.end_sample), np.float32)
+            gap = seg.samples_start_sample - (first.samples_start_sample + first.samples.size)
+            head = first.samples[: first.samples.size + min(0, gap)]  # the rolls may overlap
             joined = self.recognizer.decode(
-                np.concatenate([first.samples, pause, seg.samples]), self.grammar
+                np.concatenate([head, np.zeros(max(0, gap), np.float32), seg.samples]),
+                self.grammar,
             )
             if joined.understood:
                 self.arbiter.recognised(first.mic, first.onset_s, (seg.end_s, joined))
