@@ -100,7 +100,7 @@ def test_utterance_spans_the_call(single_results: list) -> None:  # type: ignore
         truth = scene.truth[0]
         assert abs(seg.end_sample - truth.end_sample) <= 100 * MS
         assert seg.samples_start_sample == seg.onset_sample - 100 * MS
-        assert seg.samples.size == seg.end_sample - seg.samples_start_sample + 250 * MS
+        assert seg.samples.size == seg.end_sample - seg.samples_start_sample + 100 * MS
         np.testing.assert_array_equal(
             seg.samples,
             scene.audio[seg.samples_start_sample : seg.samples_start_sample + seg.samples.size,

@@ -68,7 +68,8 @@ class OnsetConfig:
     `bleed_new_source_db` of what was removed. A source must add `bleed_min_gain` of explained
     energy to be kept in a fit. `max_segment_ms` ends a runaway utterance (a noise change).
 
-    Crosstalk (see :meth:`OnsetDetector._own`): band power over `crosstalk_window_ms`; each
+    Crosstalk (see :meth:`OnsetDetector._own`): band power over `crosstalk_window_ms`, a
+    source's held at peaks and decaying at `crosstalk_decay_db_per_s`; each
     pair's coupling starts at `crosstalk_initial_db`, stays within `crosstalk_range_db`, and is
     learned (time constant `crosstalk_learn_time_ms` of learning hops) while the source is
     `crosstalk_learn_above_db` over its band floor and the other mic is idle. A mic's sound is
@@ -80,7 +81,7 @@ class OnsetConfig:
     hop_ms: float = 5.0
     end_silence_ms: float = 300.0
     pre_roll_ms: float = 100.0
-    post_roll_ms: float = 250.0
+    post_roll_ms: float = 100.0
     highpass_hz: float = 100.0
     whitening_order: int = 8
     whitening_range_db: float = 30.0
@@ -112,6 +113,7 @@ class OnsetConfig:
     max_segment_ms: float = 15_000.0
     crosstalk_window_ms: float = 25.0
     crosstalk_initial_db: float = -10.0
+    crosstalk_decay_db_per_s: float = 120.0
     crosstalk_range_db: tuple[float, float] = (-30.0, -3.0)
     crosstalk_learn_above_db: float = 25.0
     crosstalk_learn_time_ms: float = 2000.0
@@ -324,6 +326,7 @@ class OnsetDetector:
         self._xt_range = tuple(10 ** (d / 10) for d in cfg.crosstalk_range_db)
         self._xt_learn_above = 10 ** (cfg.crosstalk_learn_above_db / 10)
         self._xt_rate = min(1.0, cfg.hop_ms / cfg.crosstalk_learn_time_ms)
+        self._xt_decay = 10 ** (-cfg.crosstalk_decay_db_per_s * cfg.hop_ms / 1000 / 10)
         self._own_margin = 10 ** (cfg.own_margin_db / 10)
         self._onset_own_margin = 10 ** (cfg.onset_own_margin_db / 10)
         self._new_source = 10 ** (cfg.bleed_new_source_db / 10)
@@ -366,6 +369,7 @@ class OnsetDetector:
         self._coupling = np.full((channels, channels), 10 ** (cfg.crosstalk_initial_db / 10))
         self._band_floor = np.full(channels, np.nan)
         self._band_power = np.zeros(channels)
+        self._src_hold = np.zeros(channels)  # band power held at peaks, decaying like a room
         self._own_log = _History(channels)  # per sample: its hop's power over crosstalk
         self._own_hops = [0] * channels
         self.rejected_bleed = 0
@@ -527,7 +531,7 @@ class OnsetDetector:
         e = s + self._hop
         self._track_echo(s, e)
         everyone = list(range(self.channels))
-        own = self._own(e)
+        own, own_now = self._own(e)
         first = np.isnan(self._floor)
         if first.any():  # the very first hop: start the background model from it
             self._learn_background(self._band.get(s - self._order, e), first, first)
@@ -550,7 +554,9 @@ class OnsetDetector:
             self._band_floor += np.where(
                 quiet, self._floor_alpha * (self._band_power - self._band_floor), 0.0
             )
-        active = (power > noise * self._active) & (own > self._own_margin)
+        loud = power > noise * self._active
+        active = loud & (own_now > self._own_margin)
+        held = loud & (own > self._own_margin)
         for ch in range(self.channels):
             state = self._state[ch]
             if state is _State.PENDING and e >= self._onset[ch] + self._confirm:
@@ -558,6 +564,7 @@ class OnsetDetector:
             elif state is _State.SPEECH:
                 if active[ch]:
                     self._last_active[ch] = e
+                if held[ch]:
                     self._own_hops[ch] += 1
 
                 if e - self._last_active[ch] >= self._end_silence:
@@ -577,35 +584,46 @@ class OnsetDetector:
                     b.expires_sample = e + self._tail
             self._bleed[ch] = [b for b in self._bleed[ch] if b.expires_sample > e]
 
-    def _own(self, e: int) -> np.ndarray:
+    def _own(self, e: int) -> tuple[np.ndarray, np.ndarray]:
         """Per mic: how far its sound in the hop ending at `e` exceeds the crosstalk expected
-        from the other mics (a power ratio; logged per sample for :meth:`_decide`).
+        from the other mics, as power ratios: against their held and their present power.
 
         Close-talk geometry: a player's voice reaches their own mic several dB louder than any
         other, so what mic m hears of a player at mic c is c's band power times a steady
-        coupling c→m (reverberation included). Mic m's sound is its own when it exceeds every
-        other talking mic's power (an idle mic's sound is noise or the app's echo, which reach
-        every mic alike) times its coupling by `own_margin_db` (`onset_own_margin_db` for an
-        onset's first hops, which may be weak): this holds for a player who talks over
-        someone else (their own mic is loud with them), not for the copy of that someone. Each coupling is learned while its source is speaking, the loudest and well
-        above its band floor, and m is idle; mics of different gains are learned as they are.
+        coupling c→m. Mic m's sound is its own when it exceeds every other talking mic's power
+        (an idle mic's sound is noise or the app's echo, which reach every mic alike) times its
+        coupling by `own_margin_db` (`onset_own_margin_db` for an onset's first hops, which may
+        be weak): this holds for a player who talks over someone else (their own mic is loud
+        with them), not for the copy of that someone. The room keeps a copy ringing after its
+        source has dropped, so the held ratio compares with the sources' power held at peaks
+        and decaying at `crosstalk_decay_db_per_s` (it judges onsets and what an utterance
+        was, logged per sample for :meth:`_decide`); the present one only keeps a player's
+        utterance going (a second caller's words right after a loud one of the first).
+        Each coupling is learned while its source is speaking, the loudest and well above its
+        band floor, and m is idle; mics of different gains are learned as they are.
         """
         band = self._band.get(e - self._xt_len, e)
         p = self._band_power = np.einsum("nc,nc->c", band, band) / band.shape[0] + 1e-20
         self._band_floor = np.where(np.isnan(self._band_floor), p, self._band_floor)
-        crosstalk = self._coupling * p[:, None]
-        np.fill_diagonal(crosstalk, 0.0)
-        crosstalk[[st is _State.IDLE for st in self._state]] = 0.0  # sources: players talking
-        own = p / np.maximum(crosstalk.max(axis=0), 1e-30)  # over the largest crosstalk
-        self._own_log.append(np.repeat(own[None, :].astype(np.float32), self._hop, axis=0))
+        self._src_hold = np.maximum(p, self._src_hold * self._xt_decay)
+        talking = np.array([st is not _State.IDLE for st in self._state])
+
+        def over_crosstalk(source_power: np.ndarray) -> np.ndarray:
+            crosstalk = self._coupling * np.where(talking, source_power, 0.0)[:, None]
+            np.fill_diagonal(crosstalk, 0.0)
+            return p / np.maximum(crosstalk.max(axis=0), 1e-30)
+
+        held, now = over_crosstalk(self._src_hold), over_crosstalk(p)
+        self._own_log.append(np.repeat(held[None, :].astype(np.float32), self._hop, axis=0))
         src = int(np.argmax(p))
         if self._state[src] is _State.SPEECH and p[src] > self._xt_learn_above * self._band_floor[src]:
-            idle = np.array([st is _State.IDLE and m != src for m, st in enumerate(self._state)])
+            idle = ~talking
+            idle[src] = False
             log_c = np.log(self._coupling[src, idle])
             log_c += self._xt_rate * (np.log(p[idle] / p[src]) - log_c)
             lo, hi = self._xt_range
             self._coupling[src, idle] = np.clip(np.exp(log_c), lo, hi)
-        return own
+        return held, now
 
     def _scan_idle(self, sig: _Sig, s: int, idle: np.ndarray, events: list[Event]) -> None:
         """Run the CUSUM of every idle channel over one hop; alarms become pending onsets."""
