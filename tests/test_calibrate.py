@@ -11,7 +11,7 @@ import pytest
 from scenes import synth
 
 from voice.audio import PIPELINE_RATE_HZ, MicInput, write_wav
-from voice.table_setup import SetupError, TableSetup, calibrate, parse_mics
+from voice.table_setup import SetupError, TableSetup, calibrate, parse_mics, table_inputs
 
 RATE = PIPELINE_RATE_HZ
 PLAYERS = ["Maya", "Leo", "Priya"]
@@ -36,6 +36,8 @@ def test_maps_each_player_to_the_mic_that_hears_them_loudest() -> None:
     result = calibrate(names_recording(gains), PLAYERS)
     assert result.channels == (2, 0, 3)
     assert result.warnings == ()
+    # each player is heard 18 dB lower on the others' mics than on their own
+    np.testing.assert_allclose(result.crosstalk_db, np.where(np.eye(3), 0.0, -18.0), atol=0.5)
     assert all(level - result.noise_floor_db[ch] > 30 for ch, level in
                zip(result.channels, result.level_db, strict=True))
 
@@ -89,3 +91,7 @@ def test_calibrate_command_saves_the_setup(tmp_path: Path) -> None:
     setup = TableSetup.load(out)
     assert setup.players == tuple(PLAYERS)
     assert setup.mics == (MicInput(None, 1), MicInput(None, 2), MicInput(None, 0))
+    np.testing.assert_allclose(setup.crosstalk_db, np.where(np.eye(3), 0.0, -20.0), atol=0.5)
+    mics, crosstalk = table_inputs(setup, PLAYERS, None)
+    assert mics == list(setup.mics) and crosstalk is not None
+    assert table_inputs(setup, ["Ann", "Bob"], "0,1") == (parse_mics("0,1", 2), None)

@@ -117,7 +117,8 @@ def handle_calibrate(args: argparse.Namespace) -> int:
     if not args.from_wav or args.out:
         path = Path(args.out) if args.out else default_path()
         mic_of = [MicInput(None, ch) if args.from_wav else mics[ch] for ch in result.channels]
-        setup = TableSetup(result.players, tuple(mic_of), result.noise_floor_db, result.level_db)
+        setup = TableSetup(result.players, tuple(mic_of), result.noise_floor_db, result.level_db,
+                           result.crosstalk_db)
         try:
             setup.save(path)
         except OSError as exc:

@@ -69,8 +69,7 @@ def default_journal(game: str) -> Path:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from voice.audio import MicInput
-    from voice.table_setup import SetupError, TableSetup, default_path, parse_mics
+    from voice.table_setup import SetupError, TableSetup, default_path, table_inputs
 
     try:
         saved = None
@@ -86,18 +85,17 @@ def handle(args: argparse.Namespace) -> int:
             args.journal = str(default_journal(args.game))
             Path(args.journal).parent.mkdir(parents=True, exist_ok=True)
         referee = make_referee(args)
-        players = referee.state.config.players
-        mics: list[MicInput] = (
-            list(saved.mics) if saved is not None and saved.players == players
-            else parse_mics(args.mics, len(players))
-        )
+        mics, crosstalk = table_inputs(saved, referee.state.config.players, args.mics)
     except (UnknownGame, ConfigError, TranscriptError, JournalError, SetupError, OSError) as exc:
         return fail(str(exc))
-    return play_live(args, referee, mics)
+    return play_live(args, referee, mics, crosstalk)
 
 
-def play_live(args: argparse.Namespace, referee: Referee, mics: list[Any]) -> int:
-    """Run the live table until the game ends, the players quit or every mic is gone."""
+def play_live(
+    args: argparse.Namespace, referee: Referee, mics: list[Any], crosstalk_db: Any = None
+) -> int:
+    """Run the live table until the game ends, the players quit or every mic is gone
+    (``crosstalk_db``: the calibrated crosstalk matrix, see :class:`voice.table.TableLoop`)."""
     from voice.audio import AudioStreamError, LiveSource
     from voice.models import ModelNotFound
     from voice.recognize import RecognizerError, create_recognizer
@@ -113,7 +111,7 @@ def play_live(args: argparse.Namespace, referee: Referee, mics: list[Any]) -> in
     players = referee.state.config.players
     try:
         loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
-                         tie_window_ms=args.tie_window_ms)
+                         tie_window_ms=args.tie_window_ms, crosstalk_db=crosstalk_db)
     except (ModelNotFound, RecognizerError) as exc:
         return fail(str(exc))
     narrate(announcer, referee.state.opening)

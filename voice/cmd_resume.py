@@ -64,16 +64,15 @@ def handle(args: argparse.Namespace) -> int:
 def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[Any], setup: Setup) -> int:
     """Continue the restored game live, appending to the same journal."""
     from voice.cmd_play import play_live
-    from voice.table_setup import SetupError, TableSetup, default_path, parse_mics
+    from voice.table_setup import SetupError, TableSetup, default_path, table_inputs
 
     try:
         journal = Journal(args.journal, setup, fresh=False)
         saved_path = Path(args.setup) if args.setup else default_path()
         saved = TableSetup.load(saved_path) if args.mics is None and saved_path.exists() else None
-        mics = list(saved.mics) if saved and saved.players == setup.players else parse_mics(
-            args.mics, len(setup.players))
+        mics, crosstalk = table_inputs(saved, setup.players, args.mics)
     except (JournalError, SetupError) as exc:
         return fail(str(exc))
     args.game = game.name
     args.tie_window_ms = setup.options.get("tie_window_ms", 40.0)
-    return play_live(args, Referee(game, state, journal), mics)
+    return play_live(args, Referee(game, state, journal), mics, crosstalk)

@@ -289,10 +289,14 @@ class OnsetDetector:
     Feed contiguous 16 kHz frames (any block size); each call returns the events completed by
     that frame. `settled_sample` says how far onsets are final: no onset earlier than it will
     be reported later (the arbiter's watermark). Call :meth:`flush` at the end of a stream.
-    Per-hop work is vectorised over microphones.
+    Per-hop work is vectorised over microphones. `crosstalk_db` [source][mic], calibrated,
+    seeds the crosstalk couplings (else `crosstalk_initial_db`); they are learned on from it.
     """
 
-    def __init__(self, channels: int, config: OnsetConfig | None = None) -> None:
+    def __init__(
+        self, channels: int, config: OnsetConfig | None = None,
+        crosstalk_db: np.ndarray | None = None,
+    ) -> None:
         from scipy.signal import butter
 
         if channels < 1:
@@ -367,6 +371,9 @@ class OnsetDetector:
         self._bleed: list[list[_Bleed]] = [[] for _ in range(channels)]
         # crosstalk: [source, mic] band power ratio, the band floor, own hops per utterance
         self._coupling = np.full((channels, channels), 10 ** (cfg.crosstalk_initial_db / 10))
+        if crosstalk_db is not None:  # calibrated: [source][mic] in dB, learned on from there
+            lo, hi = cfg.crosstalk_range_db
+            self._coupling = 10 ** (np.clip(np.asarray(crosstalk_db, float), lo, hi) / 10)
         self._band_floor = np.full(channels, np.nan)
         self._band_power = np.zeros(channels)
         self._src_hold = np.zeros(channels)  # band power held at peaks, decaying like a room

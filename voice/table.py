@@ -89,8 +89,10 @@ class Ears:
     last channel), then onsets detected on the players' mics. Shared by the table loop,
     ``orderup listen`` and the benchmark, so they all measure the same code."""
 
-    def __init__(self, players: int, app_channel: bool = False) -> None:
-        self.detector = OnsetDetector(players)
+    def __init__(
+        self, players: int, app_channel: bool = False, crosstalk_db: np.ndarray | None = None
+    ) -> None:
+        self.detector = OnsetDetector(players, crosstalk_db=crosstalk_db)
         self.echo = EchoCanceller(players) if app_channel else None
 
     @property
@@ -129,7 +131,9 @@ class TableLoop:
     """Drives a :class:`Referee` from multichannel audio frames.
 
     Channel i is ``players[i]``; with ``app_channel`` the last channel carries
-    the app's own output (see the module docstring).
+    the app's own output (see the module docstring). ``crosstalk_db`` [i][j], from
+    calibration, is how much lower player i is heard on player j's mic than on their own:
+    the onset detector starts from it instead of a guess (see :class:`OnsetDetector`).
     """
 
     def __init__(
@@ -140,13 +144,14 @@ class TableLoop:
         *,
         app_channel: bool = False,
         tie_window_ms: float = 40.0,
+        crosstalk_db: np.ndarray | None = None,
     ) -> None:
         self.referee = referee
         self.recognizer = recognizer
         self.players = tuple(players)
         self.grammar = self._grammar_now()
         recognizer.prepare(self.grammar)
-        self.ears = Ears(len(self.players), app_channel)
+        self.ears = Ears(len(self.players), app_channel, crosstalk_db)
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused

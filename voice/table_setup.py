@@ -84,6 +84,8 @@ class Calibration:
     noise_floor_db: tuple[float, ...]
     level_db: tuple[float, ...]
     warnings: tuple[str, ...]
+    crosstalk_db: tuple[tuple[float, ...], ...] = ()
+    """[i][j]: how much lower player i is heard on player j's mic than on their own (dB)."""
 
 
 def calibrate(
@@ -127,9 +129,11 @@ def calibrate(
                 louder = "louder than" if heard[j, channels[i]] > heard[i, channels[i]] else "as loud as"
                 warnings.append(f"{p}'s mic (channel {channels[i]}) hears {q} {louder} {p}: "
                                 f"move it closer to {p}")
+    crosstalk = heard[:, channels] - heard[np.arange(len(players)), channels][:, None]
     return Calibration(
         tuple(players), tuple(channels), tuple(round(float(f), 1) for f in floor),
         tuple(round(float(heard[i, channels[i]]), 1) for i in range(len(players))), tuple(warnings),
+        tuple(tuple(round(float(x), 1) for x in row) for row in crosstalk),
     )
 
 
@@ -141,6 +145,8 @@ class TableSetup:
     mics: tuple[MicInput, ...]
     noise_floor_db: tuple[float, ...] = ()
     level_db: tuple[float, ...] = ()
+    crosstalk_db: tuple[tuple[float, ...], ...] = ()
+    """As :attr:`Calibration.crosstalk_db`, in seating order: the onset detector starts from it."""
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,6 +161,18 @@ class TableSetup:
             return cls(
                 tuple(data["players"]), tuple(MicInput(m["device"], m["channel"]) for m in data["mics"]),
                 tuple(data["noise_floor_db"]), tuple(data["level_db"]),
+                tuple(tuple(row) for row in data.get("crosstalk_db", ())),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise SetupError(f"cannot read the table set-up {path}: {exc}") from exc
+
+
+def table_inputs(
+    saved: TableSetup | None, players: Sequence[str], spec: str | None
+) -> tuple[list[MicInput], np.ndarray | None]:
+    """The mics for ``players`` and their crosstalk matrix: from the saved set-up when it is
+    for these players, else from the ``--mics`` spec (and no matrix)."""
+    if saved is not None and saved.players == tuple(players):
+        crosstalk = np.array(saved.crosstalk_db) if saved.crosstalk_db else None
+        return list(saved.mics), crosstalk
+    return parse_mics(spec, len(players)), None
