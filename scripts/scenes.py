@@ -527,10 +527,15 @@ def _say(
     return _Sound(signal * _gain(level_db), tuple(layout.mouths_m[player]), onset_sample, truth)
 
 
-def _announce(layout: Layout, text: str, onset_sample: int, rng: np.random.Generator) -> _Sound:
-    """The app saying ``text`` through the laptop speaker, about as loud as a talker at 1 m."""
+def _speaker_volume_db(rng: np.random.Generator) -> float:
+    """The laptop's volume setting, in dB about a talker at 1 m: fixed for a whole game (the
+    echo path does not change from one line to the next)."""
+    return float(rng.uniform(-3.0, 3.0))
+
+
+def _announce(layout: Layout, text: str, onset_sample: int, level_db: float) -> _Sound:
+    """The app saying ``text`` through the laptop speaker at volume ``level_db``."""
     signal = sosfilt(_LOUDSPEAKER_SOS, synth(text, APP_VOICE))
-    level_db = float(rng.uniform(-3.0, 3.0))
     truth = {
         "speaker": None,
         "mic": None,
@@ -891,7 +896,8 @@ def _narration(
 ) -> list[_Sound]:
     """The app speaks; usually a player calls over it (or just after it), sometimes nobody."""
     lines = narration_lines()
-    app = _announce(layout, lines[rng.integers(len(lines))], lead, rng)
+    text = lines[rng.integers(len(lines))]
+    app = _announce(layout, text, lead, _speaker_volume_db(rng))
     length = app.signal.size
     draw = rng.uniform()
     if draw < 0.2:
@@ -961,8 +967,9 @@ def render_session(
         )
         for line in lines
     ]
+    volume_db = _speaker_volume_db(rng)
     speech += [
-        _announce(layout, text, round(onset_s * RATE_HZ), rng) for onset_s, text in narration
+        _announce(layout, text, round(onset_s * RATE_HZ), volume_db) for onset_s, text in narration
     ]
     return _render("session", seed, layout, condition, speech, 1.0, rng)
 
