@@ -108,11 +108,6 @@ class SphinxTuning:
     * `max_speech_as_silence`: the share of loud frames (within 25 dB of the loudest) the path
       explains as silence or filler: chatter partly matched leaves speech as "silence".
 
-    When the first search ends on no whole phrase, a second one with the wider beams of
-    `wide_config` runs (PocketSphinx's defaults are 1e-48, 1e-48 and 7e-29); its result must
-    pass the same three scores. The wide search alone loses short calls ("got it" ends as
-    "got"), so it is only the fallback.
-
     Chosen on synthesised *tune* voices only (scripts/measure_recognition.py).
     """
 
@@ -120,16 +115,12 @@ class SphinxTuning:
     max_fit: float = 5.0
     max_speech_as_silence: float = 0.05
     config: tuple[tuple[str, Any], ...] = ()
-    wide_config: tuple[tuple[str, Any], ...] = (("beam", 1e-80), ("pbeam", 1e-80), ("wbeam", 1e-60))
 
     @classmethod
     def from_json(cls, text: str) -> SphinxTuning:
-        """Tuning from a JSON object of field values (``config`` and ``wide_config`` as
-        objects)."""
+        """Tuning from a JSON object of field values (``config`` as an object)."""
         fields = json.loads(text)
-        for key in ("config", "wide_config"):
-            if key in fields:
-                fields[key] = tuple(sorted(fields[key].items()))
+        fields["config"] = tuple(sorted(fields.get("config", {}).items()))
         return cls(**fields)
 
 
@@ -168,28 +159,17 @@ class _SphinxStream:
     guess and misleads the first frames), and the result cannot depend on how the caller
     split the audio. A 2 s call decodes in tens of ms, well within the latency budget."""
 
-    def __init__(self, owner: SphinxRecognizer, grammar: Grammar):
-        self._owner, self._grammar = owner, grammar
+    def __init__(self, owner: SphinxRecognizer, decoder: Any, search: str, grammar: Grammar):
+        self._owner, self._decoder, self._search, self._grammar = owner, decoder, search, grammar
         self._blocks: list[np.ndarray] = []
 
     def feed(self, samples: np.ndarray) -> None:
         self._blocks.append(np.asarray(samples, np.float32).reshape(-1))
 
     def finish(self) -> Hypothesis:
+        d, tuning = self._decoder, self._owner.tuning
         audio, start = _trim(np.concatenate(self._blocks) if self._blocks else np.zeros(0, np.float32))
-        hyp = self._decode(self._owner.decoder(self._grammar), audio, start)
-        words = [w for w, _, _ in hyp.words]
-        if not hyp.understood and self._grammar.match(words).cost != 0:
-            # the beams lost every whole phrase (a word's end blurred by the room, say):
-            # search again, wider; the result is judged by the same scores
-            wide = self._decode(self._owner.decoder(self._grammar, wide=True), audio, start)
-            if wide.understood:
-                return wide
-        return hyp
-
-    def _decode(self, d: Any, audio: np.ndarray, start: int) -> Hypothesis:
-        tuning = self._owner.tuning
-        d.activate_search(self._owner.search_name(self._grammar))
+        d.activate_search(self._search)
         d.start_utt()
         d.process_raw(_pcm16(audio), False, True)
         d.end_utt()
@@ -217,9 +197,8 @@ class _SphinxStream:
 
 
 class SphinxRecognizer:
-    """PocketSphinx 5 with its bundled en-us model; one shared config, decoders per thread
-    (a decoder is never used from two threads): the usual one and a wide-beam one for a
-    second search (see :attr:`SphinxTuning.wide_config`), one FSG search per grammar each."""
+    """PocketSphinx 5 with its bundled en-us model; one shared config, one decoder per thread
+    (a decoder is never used from two threads), one FSG search per grammar per decoder."""
 
     name = "sphinx"
 
@@ -231,47 +210,25 @@ class SphinxRecognizer:
         if model_dir is not None:
             kwargs.update(hmm=str(model_dir / "en-us" / "en-us"),
                           dict=str(model_dir / "en-us" / "cmudict-en-us.dict"))
-        self._configs = {
-            False: pocketsphinx.Config(**kwargs),
-            True: pocketsphinx.Config(**{**kwargs, **dict(self.tuning.wide_config)}),
-        }
+        self._config = pocketsphinx.Config(**kwargs)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._pronunciations: dict[str, str] = {}
 
-    def decoder(self, grammar: Grammar, wide: bool = False) -> Any:
-        """This thread's decoder (the wide-beam one if `wide`), with `grammar` loaded."""
-        decoders = getattr(self._local, "decoders", None)
-        if decoders is None:
-            decoders = self._local.decoders = {}
-        if wide not in decoders:
+    def _decoder(self) -> Any:
+        decoder = getattr(self._local, "decoder", None)
+        if decoder is None:
             import pocketsphinx
 
-            decoder = pocketsphinx.Decoder(self._configs[wide])
+            decoder = pocketsphinx.Decoder(self._config)
+            self._local.decoder, self._local.searches = decoder, set()
             with self._lock:
                 for word, phones in self._pronunciations.items():
                     decoder.add_word(word, phones, False)
-            decoders[wide] = (decoder, set())
-        decoder, searches = decoders[wide]
-        name = self.search_name(grammar)
-        if name not in searches:
-            self._add_missing_words(decoder, grammar)
-            fsg = grammar.fsg
-            arcs = [(s, t, 1.0, w) if w is not None else (s, t, 1.0) for s, t, w in fsg.transitions]
-            decoder.add_fsg(name, decoder.create_fsg(name, fsg.start, fsg.final, arcs))
-            if not searches:
-                # The first utterance a decoder sees is normalised differently from every later
-                # one; spend it on fixed noise so that equal audio gets equal results.
-                decoder.activate_search(name)
-                decoder.start_utt()
-                decoder.process_raw(_pcm16(np.random.default_rng(0).normal(0, 0.01, RATE_HZ)),
-                                    False, True)
-                decoder.end_utt()
-            searches.add(name)
         return decoder
 
     @staticmethod
-    def search_name(grammar: Grammar) -> str:
+    def _search_name(grammar: Grammar) -> str:
         return f"g{hash(grammar) & 0xFFFFFFFF:08x}"
 
     def _add_missing_words(self, decoder: Any, grammar: Grammar) -> None:
@@ -290,11 +247,27 @@ class SphinxRecognizer:
             self._pronunciations.update(generated)
 
     def prepare(self, grammar: Grammar) -> None:
-        self.decoder(grammar)
+        decoder = self._decoder()
+        name = self._search_name(grammar)
+        if name in self._local.searches:
+            return
+        self._add_missing_words(decoder, grammar)
+        fsg = grammar.fsg
+        arcs = [(s, t, 1.0, w) if w is not None else (s, t, 1.0) for s, t, w in fsg.transitions]
+        decoder.add_fsg(name, decoder.create_fsg(name, fsg.start, fsg.final, arcs))
+        if not self._local.searches:
+            # The first utterance a decoder sees is normalised differently from every later
+            # one; spend it on fixed noise so that equal audio gets equal results.
+            decoder.activate_search(name)
+            decoder.start_utt()
+            decoder.process_raw(_pcm16(np.random.default_rng(0).normal(0, 0.01, RATE_HZ)),
+                                False, True)
+            decoder.end_utt()
+        self._local.searches.add(name)
 
     def stream(self, grammar: Grammar) -> Stream:
         self.prepare(grammar)
-        return _SphinxStream(self, grammar)
+        return _SphinxStream(self, self._decoder(), self._search_name(grammar), grammar)
 
     def decode(self, samples: np.ndarray, grammar: Grammar) -> Hypothesis:
         return _decode_whole(self, samples, grammar)
