@@ -2,9 +2,10 @@
 
 Voices are split into a *tune* set (used to choose settings) and a *held-out* set (reported,
 never tuned on). Each call is a synthesised espeak-ng utterance with a 50 ms pre-roll and a
-150 ms tail (as the onset detector cuts segments), clean (a -45 dB noise floor) or in babble
-(other espeak talkers) at 10 dB SNR. Chatter is decoded against all three game grammars; the
-tune split uses this script's chatter, the held-out split the scene generator's list.
+150 ms tail of silence (the onset detector keeps 100 ms of the room on either side), clean
+(a -45 dB noise floor) or in babble (other espeak talkers) at 10 dB SNR. Chatter is decoded
+against all three game grammars; the tune split uses this script's chatter, the held-out split
+the scene generator's list.
 
     .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|both]
         [--noise clean|babble|both] [--per-game N] [--tuning JSON] [--backend sphinx]
