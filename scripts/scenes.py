@@ -896,8 +896,7 @@ def _narration(
 ) -> list[_Sound]:
     """The app speaks; usually a player calls over it (or just after it), sometimes nobody."""
     lines = narration_lines()
-    text = lines[rng.integers(len(lines))]
-    app = _announce(layout, text, lead, _speaker_volume_db(rng))
+    app = _announce(layout, lines[rng.integers(len(lines))], lead, _speaker_volume_db(rng))
     length = app.signal.size
     draw = rng.uniform()
     if draw < 0.2:

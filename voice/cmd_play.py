@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from engine.core import ConfigError, Event
 from voice.cmd_referee import add_game_arguments, fail, make_referee
@@ -25,6 +25,9 @@ from voice.games import UnknownGame
 from voice.journal import JournalError
 from voice.referee import Referee, render_text
 from voice.transcript import TranscriptError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 URGENT = {"first", "tie", "false_stop", "round_end", "overruled"}
 """Event kinds whose narration cuts a long announcement: short verdicts come first."""
@@ -92,7 +95,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def play_live(
-    args: argparse.Namespace, referee: Referee, mics: list[Any], crosstalk_db: Any = None
+    args: argparse.Namespace, referee: Referee, mics: list[Any],
+    crosstalk_db: np.ndarray | None = None,
 ) -> int:
     """Run the live table until the game ends, the players quit or every mic is gone
     (``crosstalk_db``: the calibrated crosstalk matrix, see :class:`voice.table.TableLoop`)."""

@@ -327,7 +327,8 @@ class OnsetDetector:
         self._llr_bias = 0.5 * math.log(gamma)
         self._active = 10 ** (cfg.active_db / 10)
         self._xt_len = max(self._hop, round(cfg.crosstalk_window_ms * per_ms))
-        self._xt_range = tuple(10 ** (d / 10) for d in cfg.crosstalk_range_db)
+        lo_db, hi_db = cfg.crosstalk_range_db
+        self._xt_range = (10 ** (lo_db / 10), 10 ** (hi_db / 10))
         self._xt_learn_above = 10 ** (cfg.crosstalk_learn_above_db / 10)
         self._xt_rate = min(1.0, cfg.hop_ms / cfg.crosstalk_learn_time_ms)
         self._xt_decay = 10 ** (-cfg.crosstalk_decay_db_per_s * cfg.hop_ms / 1000 / 10)
@@ -370,12 +371,12 @@ class OnsetDetector:
         self._last_active = [0] * channels
         self._bleed: list[list[_Bleed]] = [[] for _ in range(channels)]
         # crosstalk: [source, mic] band power ratio, the band floor, own hops per utterance
-        self._coupling = np.full((channels, channels), 10 ** (cfg.crosstalk_initial_db / 10))
-        if crosstalk_db is not None:  # calibrated: [source][mic] in dB, learned on from there
-            lo, hi = cfg.crosstalk_range_db
-            self._coupling = 10 ** (np.clip(np.asarray(crosstalk_db, float), lo, hi) / 10)
+        seed_db = (  # calibrated: [source][mic]; learned on from the seed
+            np.full((channels, channels), cfg.crosstalk_initial_db) if crosstalk_db is None
+            else np.asarray(crosstalk_db, float)
+        )
+        self._coupling = np.clip(10 ** (seed_db / 10), *self._xt_range)
         self._band_floor = np.full(channels, np.nan)
-        self._band_power = np.zeros(channels)
         self._src_hold = np.zeros(channels)  # band power held at peaks, decaying like a room
         self._own_log = _History(channels)  # per sample: its hop's power over crosstalk
         self._own_hops = [0] * channels
@@ -538,7 +539,7 @@ class OnsetDetector:
         e = s + self._hop
         self._track_echo(s, e)
         everyone = list(range(self.channels))
-        own, own_now = self._own(e)
+        own, own_now, band_power = self._own(e)
         first = np.isnan(self._floor)
         if first.any():  # the very first hop: start the background model from it
             self._learn_background(self._band.get(s - self._order, e), first, first)
@@ -559,7 +560,7 @@ class OnsetDetector:
         if quiet.any():
             self._learn_background(sig.residual, quiet, power < self._floor / 2)
             self._band_floor += np.where(
-                quiet, self._floor_alpha * (self._band_power - self._band_floor), 0.0
+                quiet, self._floor_alpha * (band_power - self._band_floor), 0.0
             )
         loud = power > noise * self._active
         active = loud & (own_now > self._own_margin)
@@ -591,9 +592,10 @@ class OnsetDetector:
                     b.expires_sample = e + self._tail
             self._bleed[ch] = [b for b in self._bleed[ch] if b.expires_sample > e]
 
-    def _own(self, e: int) -> tuple[np.ndarray, np.ndarray]:
+    def _own(self, e: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per mic: how far its sound in the hop ending at `e` exceeds the crosstalk expected
-        from the other mics, as power ratios: against their held and their present power.
+        from the other mics, as power ratios: against their held and their present power;
+        and its band power.
 
         Close-talk geometry: a player's voice reaches their own mic several dB louder than any
         other, so what mic m hears of a player at mic c is c's band power times a steady
@@ -610,7 +612,7 @@ class OnsetDetector:
         band floor, and m is idle; mics of different gains are learned as they are.
         """
         band = self._band.get(e - self._xt_len, e)
-        p = self._band_power = np.einsum("nc,nc->c", band, band) / band.shape[0] + 1e-20
+        p = np.einsum("nc,nc->c", band, band) / band.shape[0] + 1e-20
         self._band_floor = np.where(np.isnan(self._band_floor), p, self._band_floor)
         self._src_hold = np.maximum(p, self._src_hold * self._xt_decay)
         talking = np.array([st is not _State.IDLE for st in self._state])
@@ -630,7 +632,7 @@ class OnsetDetector:
             log_c += self._xt_rate * (np.log(p[idle] / p[src]) - log_c)
             lo, hi = self._xt_range
             self._coupling[src, idle] = np.clip(np.exp(log_c), lo, hi)
-        return held, now
+        return held, now, p
 
     def _scan_idle(self, sig: _Sig, s: int, idle: np.ndarray, events: list[Event]) -> None:
         """Run the CUSUM of every idle channel over one hop; alarms become pending onsets."""

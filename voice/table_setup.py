@@ -129,11 +129,11 @@ def calibrate(
                 louder = "louder than" if heard[j, channels[i]] > heard[i, channels[i]] else "as loud as"
                 warnings.append(f"{p}'s mic (channel {channels[i]}) hears {q} {louder} {p}: "
                                 f"move it closer to {p}")
-    crosstalk = heard[:, channels] - heard[np.arange(len(players)), channels][:, None]
+    own = heard[np.arange(len(players)), channels]  # each player on their own mic
     return Calibration(
         tuple(players), tuple(channels), tuple(round(float(f), 1) for f in floor),
-        tuple(round(float(heard[i, channels[i]]), 1) for i in range(len(players))), tuple(warnings),
-        tuple(tuple(round(float(x), 1) for x in row) for row in crosstalk),
+        tuple(round(float(level), 1) for level in own), tuple(warnings),
+        tuple(tuple(round(float(x), 1) for x in row) for row in heard[:, channels] - own[:, None]),
     )
 
 
