@@ -338,3 +338,30 @@ def test_calibrated_crosstalk_tells_every_copy_apart(seed: int, rt60_s: float) -
     calls = _own_calls(scene, crosstalk)
     assert [s.mic for s in calls] == [mic]
     assert calls[0].own_s > 0.15
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_neighbour_talking_after_a_call_is_turned_down_in_its_segment(seed: int) -> None:
+    """B says "what a mess" 10 ms after A's "pass": A's segment keeps A's call as it was and
+    turns B's words in its tail down by 30 dB, so a recogniser does not try to fit them."""
+    call = synth("pass", voice="en", speed=170, amplitude=0.8)
+    chatter = synth("what a mess", voice="en-us", speed=170, amplitude=0.8)
+    loud = np.flatnonzero(np.abs(call) > 0.01 * np.abs(call).max())
+    call = call[: loud[-1] + 1]
+    start = 8000
+    scene = mix_scene([(0, call, start), (1, chatter, start + call.size + 10 * MS)], 2,
+                      bleed=BleedSpec((1.0, 3.0), (-10.0, -6.0)), noise_snr_db=40, seed=seed)
+    events, _ = detect(scene.audio)
+    seg = next(s for s in segments(events) if s.mic == 0)
+    raw = scene.audio[seg.samples_start_sample : seg.samples_start_sample + seg.samples.size, 0]
+    end = scene.truth[0].end_sample - seg.samples_start_sample
+    np.testing.assert_array_equal(seg.samples[: end - 10 * MS], raw[: end - 10 * MS])
+    tail = slice(scene.truth[1].onset_sample - seg.samples_start_sample + 40 * MS, seg.samples.size)
+    assert seg.samples[tail].size >= 30 * MS  # the neighbour is in this segment's tail...
+    assert power_db(raw[tail]) > -60.0
+    # ...but turned down by the full 30 dB
+    assert power_db(seg.samples[tail]) <= power_db(raw[tail]) - 29.0
+
+
+def power_db(x: np.ndarray) -> float:
+    return float(10 * np.log10(np.mean(np.square(x, dtype=np.float64)) + 1e-12))

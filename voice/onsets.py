@@ -75,7 +75,9 @@ class OnsetConfig:
     `crosstalk_learn_above_db` over its band floor and the other mic is idle. A mic's sound is
     its own when it exceeds `own_margin_db` (`onset_own_margin_db` for an onset to stand) over
     every other mic's expected crosstalk; an utterance with less than `min_own_ms` of its own
-    sound (loud over the background and over crosstalk) was not its player's call.
+    sound (loud over the background and over crosstalk) was not its player's call. A
+    segment's audio more than `own_span_keep_ms` before its first or after its last own sound
+    is turned down by `not_own_attenuation_db` (see :attr:`Segment.samples`).
     """
 
     hop_ms: float = 5.0
@@ -120,6 +122,8 @@ class OnsetConfig:
     own_margin_db: float = 6.0
     onset_own_margin_db: float = 3.0
     min_own_ms: float = 60.0
+    own_span_keep_ms: float = 30.0
+    not_own_attenuation_db: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -127,8 +131,11 @@ class Segment:
     """One attributed utterance on one mic; samples are at 16 kHz on that mic's clock.
 
     `samples` is the mic's audio from `samples_start_sample` (onset minus the pre-roll) to
-    `end_sample` plus the post-roll (a recogniser needs the quiet around a word);
-    `level_db` is its mean level from onset to end in dB full scale.
+    `end_sample` plus the post-roll (a recogniser needs the quiet around a word), turned down
+    before the player's first and after their last own sound (:meth:`OnsetDetector._own`):
+    what is there is background or a neighbour still talking, whose words a recogniser would
+    otherwise try to fit into this call or count against it as speech left over; `level_db`
+    is its mean level from onset to end in dB full scale, before any turning down.
     """
 
     mic: int
@@ -333,6 +340,8 @@ class OnsetDetector:
         self._xt_rate = min(1.0, cfg.hop_ms / cfg.crosstalk_learn_time_ms)
         self._xt_decay = 10 ** (-cfg.crosstalk_decay_db_per_s * cfg.hop_ms / 1000 / 10)
         self._own_margin = 10 ** (cfg.own_margin_db / 10)
+        self._own_keep = round(cfg.own_span_keep_ms * per_ms)
+        self._not_own_gain = 10 ** (-cfg.not_own_attenuation_db / 20)
         self._onset_own_margin = 10 ** (cfg.onset_own_margin_db / 10)
         self._new_source = 10 ** (cfg.bleed_new_source_db / 10)
         self._min_leak = 10 ** (cfg.bleed_leak_db[0] / 10)
@@ -847,12 +856,25 @@ class OnsetDetector:
         level_db = 10 * math.log10(float(np.mean(body * body)) + 1e-12)
         own_ms = self._own_hops[ch] * self.config.hop_ms
         seg = Segment(
-            ch, onset, end, onset / self.rate_hz, end / self.rate_hz, level_db, first, audio,
-            own_ms / 1000, own_ms < self.config.min_own_ms,
+            ch, onset, end, onset / self.rate_hz, end / self.rate_hz, level_db, first,
+            self._outside_own_turned_down(ch, first, audio), own_ms / 1000,
+            own_ms < self.config.min_own_ms,
         )
         events.append(SpeechEnd(seg))
         self._state[ch] = _State.IDLE
         self._reset_cusum(ch, self._done)
+
+    def _outside_own_turned_down(self, ch: int, first: int, audio: np.ndarray) -> np.ndarray:
+        """`audio` (mic `ch` from sample `first`) turned down outside its own sound, give or
+        take `own_span_keep_ms`, with hop-long ramps; unchanged when none of it was its own."""
+        own = np.flatnonzero(self._own_log.get(first, first + audio.size)[:, ch] > self._own_margin)
+        if own.size == 0:
+            return audio
+        gain = np.full(audio.size, self._not_own_gain)
+        gain[max(0, own[0] - self._own_keep) : own[-1] + self._own_keep] = 1.0
+        ramp = np.hanning(2 * self._hop + 1)
+        gain = np.convolve(np.pad(gain, self._hop, mode="edge"), ramp / ramp.sum(), mode="valid")
+        return (audio * gain).astype(np.float32)
 
     def _trim(self) -> None:
         keep = self._done - self.rate_hz  # a second of context for fits and re-scans
