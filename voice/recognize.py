@@ -196,6 +196,14 @@ class _SphinxStream:
         return _judge(self._grammar, [w for w, _, _ in words], tuple(words), posterior, ok)
 
 
+def _pronunciations(decoder: Any, word: str) -> list[str]:
+    """Every pronunciation the decoder's dictionary has for `word` ("word", "word(2)", …)."""
+    found: list[str] = []
+    while (phones := decoder.lookup_word(word if not found else f"{word}({len(found) + 1})")):
+        found.append(phones)
+    return found
+
+
 class SphinxRecognizer:
     """PocketSphinx 5 with its bundled en-us model; one shared config, one decoder per thread
     (a decoder is never used from two threads), one FSG search per grammar per decoder."""
@@ -232,12 +240,18 @@ class SphinxRecognizer:
         return f"g{hash(grammar) & 0xFFFFFFFF:08x}"
 
     def _add_missing_words(self, decoder: Any, grammar: Grammar) -> None:
-        from voice.pronounce import pronounce
+        """Words the dictionary lacks, spelled by espeak-ng, and every word's accent variants
+        (:func:`voice.pronounce.accent_variants`) as alternative pronunciations."""
+        from voice.pronounce import accent_variants, pronounce
 
         missing = sorted(w for w in grammar.words if decoder.lookup_word(w) is None)
-        if not missing:
-            return
         generated = {w: " ".join(p) for w, p in pronounce(missing).items()}
+        for word in sorted(grammar.words):
+            known = _pronunciations(decoder, word) or [generated[word]]
+            variants = [" ".join(v) for k in known for v in accent_variants(k.split())]
+            for phones in dict.fromkeys(v for v in variants if v not in known):
+                known.append(phones)
+                generated[f"{word}({len(known)})"] = phones
         for word, phones in generated.items():
             try:
                 decoder.add_word(word, phones, True)
