@@ -148,6 +148,10 @@ class Arbiter:
         """No more utterances will start."""
         self._settled_s = float("inf")
 
+    def unresolved(self) -> list[tuple[float, int]]:
+        """(onset_s, mic) of the utterances started but not yet recognised, in onset order."""
+        return sorted(k for k, u in self._pending.items() if u is None)
+
     def ready(self) -> list[Utterance]:
         """Release, in onset order, every cluster whose verdict can no longer change."""
         out: list[Utterance] = []

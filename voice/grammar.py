@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -385,4 +385,10 @@ def game_grammar(game: str, players: Sequence[str], state: Any = None) -> Gramma
         templates, slots = lookup(game).phrases(tuple(players), state)
     except UnknownGame as exc:
         raise GrammarError(str(exc)) from None
-    return Grammar.create(templates, slots)
+    return _cached_grammar(templates, tuple((k, tuple(v)) for k, v in sorted(slots.items())))
+
+
+@lru_cache(maxsize=64)
+def _cached_grammar(templates: tuple[str, ...], slots: tuple[tuple[str, tuple[str, ...]], ...]) -> Grammar:
+    """Grammars are built again and again as a game moves between a few moments."""
+    return Grammar.create(templates, dict(slots))

@@ -22,7 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from engine.core import Event
-from voice.arbiter import Arbiter
+from voice.arbiter import Arbiter, Utterance
 from voice.audio import AudioFrame
 from voice.echo import EchoCanceller
 from voice.grammar import Grammar
@@ -149,13 +149,13 @@ class TableLoop:
         self.referee = referee
         self.recognizer = recognizer
         self.players = tuple(players)
-        self.grammar = self._grammar_now()
         recognizer.prepare(self.grammar)
         self.ears = Ears(len(self.players), app_channel, crosstalk_db)
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
         self._held: dict[int, tuple[Segment, Hypothesis]] = {}
+        self._ended: dict[tuple[float, int], Segment] = {}  # heard, not yet decoded
 
     @property
     def paused(self) -> bool:
@@ -192,6 +192,8 @@ class TableLoop:
         return out + self._handle([])
 
     def _handle(self, detected: Sequence[SpeechStart | SpeechEnd]) -> list[Heard | Event]:
+        """Utterances are decoded in onset order, each once every earlier one has been
+        refereed: the grammar of the moment for the state it was said in."""
         for event in detected:
             if isinstance(event, SpeechStart):
                 self.arbiter.started(event.mic, event.onset_s)
@@ -199,11 +201,22 @@ class TableLoop:
             elif self.ears.is_other(event.segment):
                 self.arbiter.recognised(event.segment.mic, event.segment.onset_s, None)
             else:
-                self._recognise(event.segment)
+                self._ended[(event.segment.onset_s, event.segment.mic)] = event.segment
         self._release_held(self.ears.settled_s)
         self.arbiter.settle(self.ears.settled_s)
         out: list[Heard | Event] = []
-        for u in self.arbiter.ready():
+        while True:
+            out += self._referee(self.arbiter.ready())
+            held = {(seg.onset_s, seg.mic) for seg, _ in self._held.values()}
+            waiting = [key for key in self.arbiter.unresolved() if key not in held]
+            if not waiting or waiting[0] not in self._ended:
+                return out
+            self._recognise(self._ended.pop(waiting[0]))
+
+    def _referee(self, ready: Sequence[Utterance]) -> list[Heard | Event]:
+        """Hear released utterances, then let the game clock run to what is settled."""
+        out: list[Heard | Event] = []
+        for u in ready:
             self._open.discard((u.onset_s, u.mic))
             if u.result is None:  # not a call (see Ears.is_other), or a joined phrase's tail
                 continue
@@ -217,30 +230,30 @@ class TableLoop:
         if watermark is not None and watermark > self.referee.state.t:
             out += self.referee.tick(watermark)
         if any(isinstance(item, Event) for item in out):
-            self._update_grammar()
+            self.recognizer.prepare(self.grammar)  # the next moment's grammar, ahead of its calls
         return out
 
     def _recognise(self, seg: Segment) -> None:
         """Decode a segment; an unfinished phrase waits for its continuation on the same mic."""
+        grammar = self.grammar
         held = self._held.pop(seg.mic, None)
         if held is not None:
             first, first_hyp = held
             gap = seg.samples_start_sample - (first.samples_start_sample + first.samples.size)
             head = first.samples[: first.samples.size + min(0, gap)]  # the rolls may overlap
             joined = self.recognizer.decode(
-                np.concatenate([head, np.zeros(max(0, gap), np.float32), seg.samples]),
-                self.grammar,
+                np.concatenate([head, np.zeros(max(0, gap), np.float32), seg.samples]), grammar,
             )
             if joined.understood:
                 self.arbiter.recognised(first.mic, first.onset_s, (seg.end_s, joined))
                 self.arbiter.recognised(seg.mic, seg.onset_s, None)
                 return
             self.arbiter.recognised(first.mic, first.onset_s, (first.end_s, first_hyp))
-        hyp = self.recognizer.decode(seg.samples, self.grammar)
+        hyp = self.recognizer.decode(seg.samples, grammar)
         words = hyp.text.split()
         # A grammar decoder finds no path at all through the first part of a phrase cut by a
         # pause ("brownie and"): nothing heard may be unfinished too.
-        if not hyp.understood and (not words or self.grammar.unfinished(words)):
+        if not hyp.understood and (not words or grammar.unfinished(words)):
             self._held[seg.mic] = (seg, hyp)
         else:
             self.arbiter.recognised(seg.mic, seg.onset_s, (seg.end_s, hyp))
@@ -253,14 +266,9 @@ class TableLoop:
                 del self._held[mic]
                 self.arbiter.recognised(mic, seg.onset_s, (seg.end_s, hyp))
 
-    def _grammar_now(self) -> Grammar:
+    @property
+    def grammar(self) -> Grammar:
         """The grammar of the moment: what the game's intents allow in the current state."""
         from voice.grammar import game_grammar
 
         return game_grammar(self.referee.game.name, list(self.players), self.referee.state)
-
-    def _update_grammar(self) -> None:
-        grammar = self._grammar_now()
-        if grammar != self.grammar:
-            self.grammar = grammar
-            self.recognizer.prepare(grammar)
