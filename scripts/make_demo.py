@@ -9,6 +9,8 @@ It writes, for each game:
   GAME.ogg        the table's microphones, one channel per player
   GAME.app.ogg    what the app played through its speaker
   GAME.txt        the truth as a transcript (players, seed, stacked decks, every line)
+  GAME.table.json the table's set-up as 'orderup calibrate' saves it before a game: the
+                  same room, mics and voices, each player saying their name in turn
 
 Run: .venv/bin/python scripts/make_demo.py [--game desserts] [--out voice/data/demo]
 """
@@ -27,10 +29,11 @@ import soundfile as sf
 from scenes import APP_VOICE, Line, Room, Voice, render_session, synth
 
 from engine.core import Event
-from voice.audio import PIPELINE_RATE_HZ
+from voice.audio import PIPELINE_RATE_HZ, MicInput
 from voice.games import lookup
 from voice.journal import Setup
 from voice.referee import Referee
+from voice.table_setup import TableSetup, calibrate
 
 NARRATION_GAP_S = 0.25
 """Silence the app leaves between two lines of narration."""
@@ -243,6 +246,28 @@ def write_ogg(path: Path, audio: np.ndarray) -> None:
             f.write(audio[start : start + 8192])
 
 
+CALIBRATION_NOISE_S, CALIBRATION_TURN_S = 1.5, 3.0
+"""The calibration take: silence, then a turn per player (orderup calibrate's defaults)."""
+
+
+def calibration(session: Session) -> TableSetup:
+    """What 'orderup calibrate' saves at this table: the session's room, mics and voices
+    (the same seed draws the same layout), each player saying their name in their turn."""
+    names = [name for name, _ in session.players]
+    turns = [Line(CALIBRATION_NOISE_S + i * CALIBRATION_TURN_S + 0.5, i, name.lower())
+             for i, name in enumerate(names)]
+    take = render_session(
+        session.room, [voice for _, voice in session.players], turns, [], session.seed,
+        snr_db=session.snr_db, noise=session.noise,
+        length_s=CALIBRATION_NOISE_S + CALIBRATION_TURN_S * len(names),
+    )
+    found = calibrate(take.audio, names, CALIBRATION_NOISE_S, CALIBRATION_TURN_S)
+    for warning in found.warnings:
+        print(f"{session.game} calibration: {warning}")
+    return TableSetup(tuple(names), tuple(MicInput(None, ch) for ch in found.channels),
+                      found.noise_floor_db, found.level_db, found.crosstalk_db)
+
+
 def write(session: Session, out: Path) -> None:
     lines, narration, transcript = play_session(session)
     scene = render_session(
@@ -261,6 +286,7 @@ def write(session: Session, out: Path) -> None:
         *(f"@stack {deck}: {', '.join(cards)}" for deck, cards in session.stacks.items()),
     ]
     (out / f"{session.game}.txt").write_text("\n".join(head + transcript) + "\n", "utf-8")
+    calibration(session).save(out / f"{session.game}.table.json")
     seconds = len(scene.audio) / PIPELINE_RATE_HZ
     size = sum((out / f"{session.game}{ext}").stat().st_size for ext in (".ogg", ".app.ogg"))
     print(f"{session.game}: {seconds:.1f} s, {len(lines)} calls, {len(narration)} narration lines, "

@@ -934,11 +934,13 @@ def render_session(
     snr_db: float | None = None,
     noise: str | None = None,
     clip: str = "none",
+    length_s: float = 0.0,
 ) -> Scene:
     """A whole scripted game in one room recording (the demo): ``players`` are the seats'
     voices, ``lines`` what they say and when, ``narration`` the app's (onset_s, text) lines.
     Onsets are when the sound leaves the mouth or speaker; the truth gives the arrivals.
-    Every player line is an expected call (``kind: "session"``)."""
+    Every player line is an expected call (``kind: "session"``). The recording runs a second
+    past the last sound, and at least ``length_s``."""
     if not lines and not narration:
         raise ValueError("a session needs at least one player line or narration line")
     condition = Condition(
@@ -970,7 +972,8 @@ def render_session(
     speech += [
         _announce(layout, text, round(onset_s * RATE_HZ), volume_db) for onset_s, text in narration
     ]
-    return _render("session", seed, layout, condition, speech, 1.0, rng)
+    end_s = max(s.onset_sample + s.signal.size for s in speech) / RATE_HZ
+    return _render("session", seed, layout, condition, speech, max(1.0, length_s - end_s), rng)
 
 
 # --------------------------------------------------------------------------- scene sets

@@ -7,14 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scenes import mix_scene, synth
 
-from voice.audio import PIPELINE_RATE_HZ, WavSource, write_wav
+from voice.audio import PIPELINE_RATE_HZ, MicInput, WavSource, write_wav
+from voice.grammar import Grammar
 from voice.journal import Journal, Setup, restore
-from voice.recognize import create_recognizer
+from voice.recognize import Hypothesis, create_recognizer
 from voice.referee import Referee
 from voice.table import TableLoop
+from voice.table_setup import TableSetup
 
 RATE = PIPELINE_RATE_HZ
 PLAYERS = ("Ann", "Bob")
@@ -33,8 +36,13 @@ def recording(tmp_path: Path) -> Path:
     return path
 
 
-def test_replay_referees_a_recorded_game(tmp_path: Path) -> None:
+@pytest.mark.parametrize("calibrated", [False, True])
+def test_replay_referees_a_recorded_game(tmp_path: Path, calibrated: bool) -> None:
+    """Alone, or with the table's calibration beside the recording (FILE.table.json)."""
     wav = recording(tmp_path)
+    if calibrated:
+        TableSetup(PLAYERS, (MicInput(None, 0), MicInput(None, 1)), (-70.0, -70.0), (-25.0, -25.0),
+                   ((0.0, -12.0), (-12.0, 0.0))).save(wav.with_suffix(".table.json"))
     stack = tmp_path / "stack.txt"
     stack.write_text("guests: Rocky\n")
     run = subprocess.run(
@@ -51,6 +59,19 @@ def test_replay_referees_a_recorded_game(tmp_path: Path) -> None:
     assert first["players"] == ["Ann"]
     assert lines[-1]["type"] == "final"
     assert lines[-1]["players"]["Ann"] == {"guests": 1, "hand": 5, "dirty_dishes": 1}
+
+
+def test_replay_refuses_the_set_up_of_another_table(tmp_path: Path) -> None:
+    wav = recording(tmp_path)
+    setup = tmp_path / "other.json"
+    TableSetup(("Ann", "Zoe"), (MicInput(None, 0), MicInput(None, 1))).save(setup)
+    run = subprocess.run(
+        [sys.executable, "-m", "voice.cli", "replay", str(wav), "--game", "desserts",
+         "--players", ",".join(PLAYERS), "--setup", str(setup)],
+        capture_output=True, text=True, check=False,
+    )
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert "is the set-up of Ann, Zoe, not of Ann, Bob" in run.stderr
 
 
 def loop_for(tmp_path: Path) -> TableLoop:
@@ -107,3 +128,30 @@ def test_a_pause_inside_an_unfinished_phrase_does_not_cut_it(tmp_path: Path) -> 
     assert [(h.player, h.text, h.understood) for h in heard] == [
         ("Ann", "brownie and whipped cream", True)]
     assert heard[0].onset_s == pytest.approx(start / RATE, abs=0.02)
+
+
+def test_utterances_are_decoded_in_onset_order(tmp_path: Path) -> None:
+    """A short call that starts later but ends first waits for the long one before it: each
+    utterance is decoded with the grammar of the state it was said in, which the earlier one
+    may change (Chaosteria's kitchen after a serve)."""
+    long = synth("chocolate chip cookie and strawberry shortcake", voice="en-us", amplitude=0.6)
+    short = synth("got it", voice="en-gb", pitch=30, amplitude=0.6)
+    start = int(1.5 * RATE)
+    scene = mix_scene([(0, long, start), (1, short, start + int(0.3 * RATE))], 2,
+                      noise_snr_db=35.0, seed=4, length=int(6.0 * RATE))
+    assert start + int(0.3 * RATE) + len(short) < start + len(long)  # the short one ends first
+    wav = tmp_path / "overlap.wav"
+    write_wav(wav, scene.audio, RATE)
+    loop = loop_for(tmp_path)
+    decoded: list[int] = []
+    decode = loop.recognizer.decode
+
+    def spy(samples: np.ndarray, grammar: Grammar) -> Hypothesis:
+        decoded.append(samples.size)
+        return decode(samples, grammar)
+
+    loop.recognizer.decode = spy  # type: ignore[method-assign]
+    for frame in WavSource(wav):
+        loop.feed(frame)
+    loop.finish()
+    assert len(decoded) == 2 and decoded[0] > decoded[1]

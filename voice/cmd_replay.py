@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+import numpy as np
+
 from engine.core import ConfigError, Event
 from voice.cmd_referee import add_game_arguments, add_output_arguments, emit, fail, make_referee
 from voice.games import UnknownGame
@@ -25,13 +27,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Runs a multichannel recording through the whole table loop — onsets, "
         "recognition, arbitration, rules — and prints what the app hears and says. Channel i "
         "is the i-th player of --players. If FILE.app.wav exists beside the recording (what the "
-        "app played through its speaker), the app's own voice is told apart from the players'.",
+        "app played through its speaker), the app's own voice is told apart from the players'; "
+        "if FILE.table.json does (the table's 'orderup calibrate' set-up), each player's voice is "
+        "told apart from its echo on the others' mics from the first call on.",
         epilog="example: orderup replay game.wav --game desserts --players Maya,Leo,Priya --seed 11",
     )
     p.add_argument("wav", metavar="FILE.wav", help="the recording")
     add_game_arguments(p, game_option=True)
     p.add_argument("--app-audio", metavar="FILE",
                    help="what the app played, aligned to the recording (default: FILE.app.wav)")
+    p.add_argument("--setup", metavar="FILE",
+                   help="the table's set-up saved by 'orderup calibrate' (--out) for these players: "
+                   "the onset detector starts from the crosstalk it measured between the mics, as "
+                   "'orderup play' does (default: FILE.table.json beside the recording, if any)")
     p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default) or vosk")
     add_output_arguments(p)
     p.set_defaults(handler=handle)
@@ -48,6 +56,21 @@ def app_audio_path(wav: str, given: str | None) -> str | None:
     return None
 
 
+def measured_crosstalk(wav: str, given: str | None, players: Sequence[str]) -> np.ndarray | None:
+    """The crosstalk matrix of the set-up given, or of FILE.table.json beside the recording;
+    None when there is neither. A set-up for other players is an error, not a guess."""
+    from voice.table_setup import SetupError, TableSetup
+
+    path = Path(given) if given else Path(wav).with_suffix(".table.json")
+    if not given and not path.exists():
+        return None
+    setup = TableSetup.load(path)
+    if setup.players != tuple(players):
+        raise SetupError(f"{path} is the set-up of {', '.join(setup.players)}, "
+                         f"not of {', '.join(players)}")
+    return np.array(setup.crosstalk_db) if setup.crosstalk_db else None
+
+
 def handle(args: argparse.Namespace) -> int:
     return replay(args, sys.stdout)
 
@@ -62,6 +85,7 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
     from voice.models import ModelNotFound
     from voice.recognize import RecognizerError, create_recognizer
     from voice.table import TableLoop, recorded_reference, with_reference
+    from voice.table_setup import SetupError
 
     try:
         referee = make_referee(args, transcript)
@@ -72,13 +96,14 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
         app = app_audio_path(args.wav, args.app_audio)
         frames = with_reference(source, recorded_reference(read_wav(app)[:, 0])) if app else iter(source)
         loop = TableLoop(referee, create_recognizer(args.backend), players,
-                         app_channel=app is not None, tie_window_ms=args.tie_window_ms)
+                         app_channel=app is not None, tie_window_ms=args.tie_window_ms,
+                         crosstalk_db=measured_crosstalk(args.wav, args.setup, players))
         emit(args, out, referee.state.opening)
         for frame in frames:
             show(args, out, loop.feed(frame))
         show(args, out, loop.finish())
     except (UnknownGame, ConfigError, TranscriptError, JournalError, AudioFileError,
-            AudioStreamError, GrammarError, ModelNotFound, RecognizerError) as exc:
+            AudioStreamError, GrammarError, ModelNotFound, RecognizerError, SetupError) as exc:
         return fail(str(exc))
     emit(args, out, [loop.referee.final()])
     return 0
