@@ -121,7 +121,7 @@ class OnsetConfig:
     crosstalk_learn_time_ms: float = 2000.0
     own_margin_db: float = 6.0
     onset_own_margin_db: float = 3.0
-    min_own_ms: float = 60.0
+    min_own_ms: float = 80.0
     own_span_keep_ms: float = 30.0
     not_own_attenuation_db: float = 30.0
 
