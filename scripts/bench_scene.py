@@ -35,7 +35,7 @@ from voice.games import GAMES as GAME_BINDINGS
 from voice.grammar import Grammar, game_grammar
 from voice.intents import words
 from voice.onsets import OnsetConfig, SpeechEnd, SpeechStart
-from voice.recognize import Hypothesis, Recognizer, create_recognizer
+from voice.recognize import Hypothesis, Recognizer, create_recognizer, decode_afresh
 from voice.table import Ears, recorded_reference, with_reference
 
 RATE_HZ = PIPELINE_RATE_HZ
@@ -134,10 +134,7 @@ class FreeLanguageModel:
 
     def hear(self, samples: np.ndarray) -> list[str]:
         """The words the free model hears (no grammar involved)."""
-        pcm = (np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes()
-        self._decoder.start_utt()
-        self._decoder.process_raw(pcm, False, True)
-        self._decoder.end_utt()
+        decode_afresh(self._decoder, samples)
         hyp = self._decoder.hyp()
         return list(words(hyp.hypstr)) if hyp is not None else []
 

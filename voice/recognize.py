@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +154,21 @@ def _trim(samples: np.ndarray) -> tuple[np.ndarray, int]:
     return samples[start : (int(loud[-1]) + 1) * _FRAME + _MARGIN_AFTER], start
 
 
+def decode_afresh(decoder: Any, samples: np.ndarray) -> None:
+    """One utterance through a PocketSphinx decoder, as if it were the decoder's first.
+
+    Otherwise the front end carries its noise estimate over from the utterance before —
+    another player's, from another mic, at a table — and equal audio gets unequal results.
+    ``start_stream`` resets it; PocketSphinx 5 calls it deprecated and unnecessary, and
+    without it results still depend on what came before (tests/test_recognize.py)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        decoder.start_stream()
+    decoder.start_utt()
+    decoder.process_raw(_pcm16(samples), False, True)
+    decoder.end_utt()
+
+
 class _SphinxStream:
     """Buffers the utterance, then decodes it whole at :meth:`finish`: batch cepstral mean
     normalisation over the call itself is exact for short calls (live CMN starts from a fixed
@@ -170,9 +186,7 @@ class _SphinxStream:
         d, tuning = self._decoder, self._owner.tuning
         audio, start = _trim(np.concatenate(self._blocks) if self._blocks else np.zeros(0, np.float32))
         d.activate_search(self._search)
-        d.start_utt()
-        d.process_raw(_pcm16(audio), False, True)
-        d.end_utt()
+        decode_afresh(d, audio)
         if d.hyp() is None:
             return Hypothesis.nothing()
         loud = _loudness(audio)
@@ -269,14 +283,6 @@ class SphinxRecognizer:
         fsg = grammar.fsg
         arcs = [(s, t, 1.0, w) if w is not None else (s, t, 1.0) for s, t, w in fsg.transitions]
         decoder.add_fsg(name, decoder.create_fsg(name, fsg.start, fsg.final, arcs))
-        if not self._local.searches:
-            # The first utterance a decoder sees is normalised differently from every later
-            # one; spend it on fixed noise so that equal audio gets equal results.
-            decoder.activate_search(name)
-            decoder.start_utt()
-            decoder.process_raw(_pcm16(np.random.default_rng(0).normal(0, 0.01, RATE_HZ)),
-                                False, True)
-            decoder.end_utt()
         self._local.searches.add(name)
 
     def stream(self, grammar: Grammar) -> Stream:
