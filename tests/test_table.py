@@ -14,9 +14,10 @@ from scenes import mix_scene, synth
 from voice.audio import PIPELINE_RATE_HZ, MicInput, WavSource, write_wav
 from voice.grammar import Grammar
 from voice.journal import Journal, Setup, restore
+from voice.onsets import Segment
 from voice.recognize import Hypothesis, create_recognizer
 from voice.referee import Referee
-from voice.table import TableLoop
+from voice.table import Ears, TableLoop
 from voice.table_setup import TableSetup
 
 RATE = PIPELINE_RATE_HZ
@@ -155,3 +156,18 @@ def test_utterances_are_decoded_in_onset_order(tmp_path: Path) -> None:
         loop.feed(frame)
     loop.finish()
     assert len(decoded) == 2 and decoded[0] > decoded[1]
+
+
+def test_at_a_calibrated_table_the_rooms_noise_is_not_a_call() -> None:
+    """Calibration refuses a player heard less than 10 dB over their mic's noise; an
+    utterance that quiet is the room (babble in a lull of the app's narration, say)."""
+    calibration = TableSetup(PLAYERS, (MicInput(None, 0), MicInput(None, 1)), (-50.0, -65.0))
+    ears = Ears(2, calibration=calibration)
+
+    def heard(mic: int, level_db: float) -> Segment:
+        return Segment(mic, 16000, 24000, 1.0, 1.5, level_db, 14400, np.zeros(11200, np.float32),
+                       own_s=0.4)
+
+    assert ears.is_other(heard(0, -48.0)) and not ears.is_other(heard(0, -30.0))
+    assert not ears.is_other(heard(1, -48.0))  # that mic's room is quieter
+    assert not Ears(2).is_other(heard(0, -48.0))  # uncalibrated: no floor to go by

@@ -27,7 +27,7 @@ from voice.referee import Referee, render_text
 from voice.transcript import TranscriptError
 
 if TYPE_CHECKING:
-    import numpy as np
+    from voice.table_setup import TableSetup
 
 URGENT = {"first", "tie", "false_stop", "round_end", "overruled"}
 """Event kinds whose narration cuts a long announcement: short verdicts come first."""
@@ -88,18 +88,18 @@ def handle(args: argparse.Namespace) -> int:
             args.journal = str(default_journal(args.game))
             Path(args.journal).parent.mkdir(parents=True, exist_ok=True)
         referee = make_referee(args)
-        mics, crosstalk = table_inputs(saved, referee.state.config.players, args.mics)
+        mics, calibration = table_inputs(saved, referee.state.config.players, args.mics)
     except (UnknownGame, ConfigError, TranscriptError, JournalError, SetupError, OSError) as exc:
         return fail(str(exc))
-    return play_live(args, referee, mics, crosstalk)
+    return play_live(args, referee, mics, calibration)
 
 
 def play_live(
     args: argparse.Namespace, referee: Referee, mics: list[Any],
-    crosstalk_db: np.ndarray | None = None,
+    calibration: TableSetup | None = None,
 ) -> int:
     """Run the live table until the game ends, the players quit or every mic is gone
-    (``crosstalk_db``: the calibrated crosstalk matrix, see :class:`voice.table.TableLoop`)."""
+    (``calibration``: the table's saved set-up, see :class:`voice.table.TableLoop`)."""
     from voice.audio import AudioStreamError, LiveSource
     from voice.models import ModelNotFound
     from voice.recognize import RecognizerError, create_recognizer
@@ -115,7 +115,7 @@ def play_live(
     players = referee.state.config.players
     try:
         loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
-                         tie_window_ms=args.tie_window_ms, crosstalk_db=crosstalk_db)
+                         tie_window_ms=args.tie_window_ms, calibration=calibration)
     except (ModelNotFound, RecognizerError) as exc:
         return fail(str(exc))
     narrate(announcer, referee.state.opening)

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-import numpy as np
-
 from engine.core import ConfigError, Event
 from voice.cmd_referee import add_game_arguments, add_output_arguments, emit, fail, make_referee
 from voice.games import UnknownGame
@@ -18,6 +16,7 @@ from voice.transcript import Transcript, TranscriptError
 
 if TYPE_CHECKING:
     from voice.table import Heard
+    from voice.table_setup import TableSetup
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,9 +55,9 @@ def app_audio_path(wav: str, given: str | None) -> str | None:
     return None
 
 
-def measured_crosstalk(wav: str, given: str | None, players: Sequence[str]) -> np.ndarray | None:
-    """The crosstalk matrix of the set-up given, or of FILE.table.json beside the recording;
-    None when there is neither. A set-up for other players is an error, not a guess."""
+def calibration_for(wav: str, given: str | None, players: Sequence[str]) -> TableSetup | None:
+    """The set-up given, or FILE.table.json beside the recording; None when there is
+    neither. A set-up for other players is an error, not a guess."""
     from voice.table_setup import SetupError, TableSetup
 
     path = Path(given) if given else Path(wav).with_suffix(".table.json")
@@ -68,7 +67,7 @@ def measured_crosstalk(wav: str, given: str | None, players: Sequence[str]) -> n
     if setup.players != tuple(players):
         raise SetupError(f"{path} is the set-up of {', '.join(setup.players)}, "
                          f"not of {', '.join(players)}")
-    return np.array(setup.crosstalk_db) if setup.crosstalk_db else None
+    return setup
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -97,7 +96,7 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
         frames = with_reference(source, recorded_reference(read_wav(app)[:, 0])) if app else iter(source)
         loop = TableLoop(referee, create_recognizer(args.backend), players,
                          app_channel=app is not None, tie_window_ms=args.tie_window_ms,
-                         crosstalk_db=measured_crosstalk(args.wav, args.setup, players))
+                         calibration=calibration_for(args.wav, args.setup, players))
         emit(args, out, referee.state.opening)
         for frame in frames:
             show(args, out, loop.feed(frame))

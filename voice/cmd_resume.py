@@ -70,9 +70,9 @@ def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[An
         journal = Journal(args.journal, setup, fresh=False)
         saved_path = Path(args.setup) if args.setup else default_path()
         saved = TableSetup.load(saved_path) if args.mics is None and saved_path.exists() else None
-        mics, crosstalk = table_inputs(saved, setup.players, args.mics)
+        mics, calibration = table_inputs(saved, setup.players, args.mics)
     except (JournalError, SetupError) as exc:
         return fail(str(exc))
     args.game = game.name
     args.tie_window_ms = setup.options.get("tie_window_ms", 40.0)
-    return play_live(args, Referee(game, state, journal), mics, crosstalk)
+    return play_live(args, Referee(game, state, journal), mics, calibration)

@@ -29,6 +29,7 @@ from voice.grammar import Grammar
 from voice.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognize import Hypothesis, Recognizer
 from voice.referee import Referee
+from voice.table_setup import TableSetup
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,10 @@ cut it in two: the parts are decoded together."""
 APP_ECHO_SHARE = 0.5
 """An utterance whose sound was more than this share the app's echo is the app's own."""
 
+CALL_OVER_NOISE_DB = 10.0
+"""At a calibrated table, an utterance less than this far above its mic's noise floor is
+background: calibration refuses a player heard less than this far above it."""
+
 
 def recorded_reference(track: np.ndarray) -> Reference:
     """A reference read from a recorded track of what the app played (zeros past its end)."""
@@ -90,10 +95,14 @@ class Ears:
     ``orderup listen`` and the benchmark, so they all measure the same code."""
 
     def __init__(
-        self, players: int, app_channel: bool = False, crosstalk_db: np.ndarray | None = None
+        self, players: int, app_channel: bool = False, calibration: TableSetup | None = None
     ) -> None:
-        self.detector = OnsetDetector(players, crosstalk_db=crosstalk_db)
+        crosstalk = np.array(calibration.crosstalk_db) if calibration and calibration.crosstalk_db else None
+        self.detector = OnsetDetector(players, crosstalk_db=crosstalk)
         self.echo = EchoCanceller(players) if app_channel else None
+        self._noise_floor_db = (
+            np.array(calibration.noise_floor_db) if calibration and calibration.noise_floor_db else None
+        )
 
     @property
     def settled_s(self) -> float:
@@ -121,19 +130,28 @@ class Ears:
             > APP_ECHO_SHARE
         )
 
+    def is_background(self, segment: Segment) -> bool:
+        """Whether a segment is no louder than the background calibration measured on its mic
+        (within :data:`CALL_OVER_NOISE_DB`): the room's noise, not a call."""
+        return self._noise_floor_db is not None and (
+            segment.level_db < self._noise_floor_db[segment.mic] + CALL_OVER_NOISE_DB
+        )
+
     def is_other(self, segment: Segment) -> bool:
         """Whether a segment was not its player's call: another player's voice heard on that
         mic (crosstalk) or background too faint to tell, or the app's own voice."""
-        return segment.not_own or self.is_app(segment)
+        return segment.not_own or self.is_background(segment) or self.is_app(segment)
 
 
 class TableLoop:
     """Drives a :class:`Referee` from multichannel audio frames.
 
     Channel i is ``players[i]``; with ``app_channel`` the last channel carries
-    the app's own output (see the module docstring). ``crosstalk_db`` [i][j], from
-    calibration, is how much lower player i is heard on player j's mic than on their own:
-    the onset detector starts from it instead of a guess (see :class:`OnsetDetector`).
+    the app's own output (see the module docstring). ``calibration`` is the table's set-up
+    from ``orderup calibrate`` (players in channel order): the onset detector starts from its
+    crosstalk (how much lower player i is heard on player j's mic than on their own) instead
+    of a guess (see :class:`OnsetDetector`), and what is no louder than its mic's measured
+    noise is not a call (:meth:`Ears.is_background`).
     """
 
     def __init__(
@@ -144,13 +162,13 @@ class TableLoop:
         *,
         app_channel: bool = False,
         tie_window_ms: float = 40.0,
-        crosstalk_db: np.ndarray | None = None,
+        calibration: TableSetup | None = None,
     ) -> None:
         self.referee = referee
         self.recognizer = recognizer
         self.players = tuple(players)
         recognizer.prepare(self.grammar)
-        self.ears = Ears(len(self.players), app_channel, crosstalk_db)
+        self.ears = Ears(len(self.players), app_channel, calibration)
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused

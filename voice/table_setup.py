@@ -169,10 +169,9 @@ class TableSetup:
 
 def table_inputs(
     saved: TableSetup | None, players: Sequence[str], spec: str | None
-) -> tuple[list[MicInput], np.ndarray | None]:
-    """The mics for ``players`` and their crosstalk matrix: from the saved set-up when it is
-    for these players, else from the ``--mics`` spec (and no matrix)."""
+) -> tuple[list[MicInput], TableSetup | None]:
+    """The mics for ``players`` and the calibration that goes with them: the saved set-up
+    when it is for these players, else the ``--mics`` spec (and no calibration)."""
     if saved is not None and saved.players == tuple(players):
-        crosstalk = np.array(saved.crosstalk_db) if saved.crosstalk_db else None
-        return list(saved.mics), crosstalk
+        return list(saved.mics), saved
     return parse_mics(spec, len(players)), None
