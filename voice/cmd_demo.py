@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Replays a bundled recording of a short game of Just Desserts — three "
         "players at a table, one microphone each, the app's own voice from its speaker — "
         "through onset detection, recognition, arbitration and the rules, printing what the "
-        "app hears and says as it happens. The recording is made by scripts/make_demo.py.",
+        "app hears and says as it happens, starting from the table's calibration as "
+        "'orderup play' does. The recording and its calibration are made by "
+        "scripts/make_demo.py.",
     )
     p.add_argument("--transcript", action="store_true",
                    help="referee the demo's transcript instead of its recording (instant)")
