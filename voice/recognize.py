@@ -243,7 +243,7 @@ class SphinxRecognizer:
             import pocketsphinx
 
             decoder = pocketsphinx.Decoder(self._config)
-            self._local.decoder, self._local.searches = decoder, set()
+            self._local.decoder, self._local.searches, self._local.spelled = decoder, set(), set()
             with self._lock:
                 for word, phones in self._pronunciations.items():
                     decoder.add_word(word, phones, False)
@@ -253,14 +253,16 @@ class SphinxRecognizer:
     def _search_name(grammar: Grammar) -> str:
         return f"g{hash(grammar) & 0xFFFFFFFF:08x}"
 
-    def _add_missing_words(self, decoder: Any, grammar: Grammar) -> None:
-        """Words the dictionary lacks, spelled by espeak-ng, and every word's accent variants
-        (:func:`voice.pronounce.accent_variants`) as alternative pronunciations."""
+    def _spell(self, decoder: Any, grammar: Grammar) -> None:
+        """Words of `grammar` this decoder has not met: those the dictionary lacks spelled by
+        espeak-ng, and each one's accent variants (:func:`voice.pronounce.accent_variants`)
+        as alternative pronunciations."""
         from voice.pronounce import accent_variants, pronounce
 
-        missing = sorted(w for w in grammar.words if decoder.lookup_word(w) is None)
+        new = sorted(grammar.words - self._local.spelled)
+        missing = [w for w in new if decoder.lookup_word(w) is None]
         generated = {w: " ".join(p) for w, p in pronounce(missing).items()}
-        for word in sorted(grammar.words):
+        for word in new:
             known = _pronunciations(decoder, word) or [generated[word]]
             variants = [" ".join(v) for k in known for v in accent_variants(k.split())]
             for phones in dict.fromkeys(v for v in variants if v not in known):
@@ -271,6 +273,7 @@ class SphinxRecognizer:
                 decoder.add_word(word, phones, True)
             except RuntimeError:
                 raise UnknownWord(word, "pocketsphinx en-us", f"cannot add phones {phones!r}") from None
+        self._local.spelled.update(new)
         with self._lock:
             self._pronunciations.update(generated)
 
@@ -279,7 +282,7 @@ class SphinxRecognizer:
         name = self._search_name(grammar)
         if name in self._local.searches:
             return
-        self._add_missing_words(decoder, grammar)
+        self._spell(decoder, grammar)
         fsg = grammar.fsg
         arcs = [(s, t, 1.0, w) if w is not None else (s, t, 1.0) for s, t, w in fsg.transitions]
         decoder.add_fsg(name, decoder.create_fsg(name, fsg.start, fsg.final, arcs))

@@ -167,6 +167,7 @@ class TableLoop:
         self.referee = referee
         self.recognizer = recognizer
         self.players = tuple(players)
+        self.grammar = self._grammar_now()
         recognizer.prepare(self.grammar)
         self.ears = Ears(len(self.players), app_channel, calibration)
         self.arbiter = Arbiter(tie_window_ms)
@@ -247,8 +248,9 @@ class TableLoop:
         watermark = self.game_time(min([self.ears.settled_s, *(onset for onset, _ in self._open)]))
         if watermark is not None and watermark > self.referee.state.t:
             out += self.referee.tick(watermark)
-        if any(isinstance(item, Event) for item in out):
-            self.recognizer.prepare(self.grammar)  # the next moment's grammar, ahead of its calls
+        if any(isinstance(item, Event) for item in out):  # the game moved: the next moment's
+            self.grammar = self._grammar_now()  # grammar, prepared ahead of its calls
+            self.recognizer.prepare(self.grammar)
         return out
 
     def _recognise(self, seg: Segment) -> None:
@@ -284,8 +286,7 @@ class TableLoop:
                 del self._held[mic]
                 self.arbiter.recognised(mic, seg.onset_s, (seg.end_s, hyp))
 
-    @property
-    def grammar(self) -> Grammar:
+    def _grammar_now(self) -> Grammar:
         """The grammar of the moment: what the game's intents allow in the current state."""
         from voice.grammar import game_grammar
 
