@@ -264,8 +264,7 @@ def calibration(session: Session) -> TableSetup:
     found = calibrate(take.audio, names, CALIBRATION_NOISE_S, CALIBRATION_TURN_S)
     for warning in found.warnings:
         print(f"{session.game} calibration: {warning}")
-    return TableSetup(tuple(names), tuple(MicInput(None, ch) for ch in found.channels),
-                      found.noise_floor_db, found.level_db, found.crosstalk_db)
+    return found.table_setup([MicInput(None, ch) for ch in range(len(names))])
 
 
 def write(session: Session, out: Path) -> None:

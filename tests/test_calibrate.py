@@ -17,8 +17,11 @@ RATE = PIPELINE_RATE_HZ
 PLAYERS = ["Maya", "Leo", "Priya"]
 
 
-def names_recording(gains_db: np.ndarray, seed: int = 1, noise: float = 0.002) -> np.ndarray:
-    """1.5 s of room noise, then each player's name (3 s turns); gains_db[player, channel]."""
+def names_recording(
+    gains_db: np.ndarray, seed: int = 1, noise: float | np.ndarray = 0.002
+) -> np.ndarray:
+    """1.5 s of room noise (``noise``: its RMS, or each channel's), then each player's name
+    (3 s turns); gains_db[player, channel]."""
     rng = np.random.default_rng(seed)
     turn = 3 * RATE
     audio = noise * rng.standard_normal((int(1.5 * RATE) + turn * len(PLAYERS), gains_db.shape[1]))
@@ -78,8 +81,9 @@ def test_mic_specs() -> None:
 def test_calibrate_command_saves_the_setup(tmp_path: Path) -> None:
     gains = np.full((3, 3), -20.0)
     gains[0, 1] = gains[1, 2] = gains[2, 0] = 0.0
+    noise = np.array([0.002, 0.0025, 0.001])  # a floor per channel
     wav = tmp_path / "names.wav"
-    write_wav(wav, names_recording(gains), RATE)
+    write_wav(wav, names_recording(gains, noise=noise), RATE)
     out = tmp_path / "table.json"
     run = subprocess.run(
         [sys.executable, "-m", "voice.cli", "calibrate", "--players", ",".join(PLAYERS),
@@ -91,6 +95,8 @@ def test_calibrate_command_saves_the_setup(tmp_path: Path) -> None:
     setup = TableSetup.load(out)
     assert setup.players == tuple(PLAYERS)
     assert setup.mics == (MicInput(None, 1), MicInput(None, 2), MicInput(None, 0))
+    floors = calibrate(names_recording(gains, noise=noise), PLAYERS).noise_floor_db  # per channel
+    assert setup.noise_floor_db == (floors[1], floors[2], floors[0])  # per player
     np.testing.assert_allclose(setup.crosstalk_db, np.where(np.eye(3), 0.0, -20.0), atol=0.5)
     assert table_inputs(setup, PLAYERS, None) == (list(setup.mics), setup)
     assert table_inputs(setup, ["Ann", "Bob"], "0,1") == (parse_mics("0,1", 2), None)

@@ -100,7 +100,7 @@ def handle_calibrate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from voice.audio import AudioFileError, AudioStreamError, MicInput, read_wav
-    from voice.table_setup import SetupError, TableSetup, calibrate, default_path, parse_mics
+    from voice.table_setup import SetupError, calibrate, default_path, parse_mics
 
     try:
         mics = parse_mics(args.mics, len(args.players))
@@ -116,9 +116,8 @@ def handle_calibrate(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     if not args.from_wav or args.out:
         path = Path(args.out) if args.out else default_path()
-        mic_of = [MicInput(None, ch) if args.from_wav else mics[ch] for ch in result.channels]
-        setup = TableSetup(result.players, tuple(mic_of), result.noise_floor_db, result.level_db,
-                           result.crosstalk_db)
+        inputs = [MicInput(None, ch) for ch in range(len(result.noise_floor_db))] if args.from_wav else mics
+        setup = result.table_setup(inputs)
         try:
             setup.save(path)
         except OSError as exc:

@@ -87,6 +87,15 @@ class Calibration:
     crosstalk_db: tuple[tuple[float, ...], ...] = ()
     """[i][j]: how much lower player i is heard on player j's mic than on their own (dB)."""
 
+    def table_setup(self, mics: Sequence[MicInput]) -> TableSetup:
+        """The set-up to save, with ``mics[c]`` the input behind channel c: everything in
+        seating order (the noise floors are measured per channel)."""
+        return TableSetup(
+            self.players, tuple(mics[ch] for ch in self.channels),
+            tuple(self.noise_floor_db[ch] for ch in self.channels), self.level_db,
+            self.crosstalk_db,
+        )
+
 
 def calibrate(
     audio: np.ndarray, players: Sequence[str], noise_s: float = 1.5, turn_s: float = 3.0
@@ -144,6 +153,7 @@ class TableSetup:
     players: tuple[str, ...]
     mics: tuple[MicInput, ...]
     noise_floor_db: tuple[float, ...] = ()
+    """Each player's mic's noise floor (dBFS), in seating order."""
     level_db: tuple[float, ...] = ()
     crosstalk_db: tuple[tuple[float, ...], ...] = ()
     """As :attr:`Calibration.crosstalk_db`, in seating order: the onset detector starts from it."""
