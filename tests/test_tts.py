@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import soundfile as sf
 
 from voice.audio import PIPELINE_RATE_HZ, read_wav
 from voice.tts import Announcer, Pyttsx3Synthesizer, SpeechUnavailable
@@ -42,6 +43,35 @@ def test_synthesiser_renders_speech(synth: Pyttsx3Synthesizer) -> None:
     assert 0.2 < len(short) / PIPELINE_RATE_HZ < 1.5
     assert len(long) > 3 * len(short)
     assert float(np.sqrt(np.mean(long**2))) > 0.01
+
+
+class FlakyEngine:
+    """Stands in for pyttsx3's engine: writes an empty WAV on the first ``empty`` renders,
+    then the real engine's audio (the driver's race, made to happen on demand)."""
+
+    def __init__(self, engine: object, empty: int) -> None:
+        self.engine, self.empty, self.path = engine, empty, ""
+
+    def save_to_file(self, text: str, path: str) -> None:
+        self.path = path
+        if self.empty == 0:
+            self.engine.save_to_file(text, path)  # type: ignore[attr-defined]
+
+    def runAndWait(self) -> None:
+        if self.empty > 0:
+            self.empty -= 1
+            sf.write(self.path, np.zeros(0, np.int16), 22050)
+        else:
+            self.engine.runAndWait()  # type: ignore[attr-defined]
+
+
+def test_a_render_that_comes_back_empty_is_rendered_again(synth: Pyttsx3Synthesizer,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(synth, "_engine", FlakyEngine(synth._engine, empty=2))
+    assert len(synth.render("Maya first.")) > PIPELINE_RATE_HZ // 4
+    monkeypatch.setattr(synth, "_engine", FlakyEngine(synth._engine, empty=synth.TRIES))
+    with pytest.raises(SpeechUnavailable, match="rendered no audio for 'Maya first.'"):
+        synth.render("Maya first.")
 
 
 def test_unknown_voice_is_a_clear_error() -> None:

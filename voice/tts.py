@@ -23,7 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
-from voice.audio import PIPELINE_RATE_HZ, read_wav, resample
+from voice.audio import PIPELINE_RATE_HZ, AudioFileError, read_wav, resample
 
 
 class SpeechUnavailable(ValueError):
@@ -70,14 +70,24 @@ class Pyttsx3Synthesizer:
         known = ", ".join(sorted(str(v.name) for v in voices)[:12])
         raise SpeechUnavailable(f"no voice {name!r} (some known voices: {known}, ...)")
 
+    TRIES = 3
+    """Renders of one line before giving up. pyttsx3's espeak driver collects the audio on
+    espeak-ng's own thread and races with the caller's loop: now and then (once in 400 renders
+    of two lines in a row here) the file it writes holds no samples. Rendering again gets it."""
+
     def render(self, text: str) -> np.ndarray:
         with self._lock, tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "say.wav")
-            with contextlib.redirect_stdout(io.StringIO()):
-                self._engine.save_to_file(text, path)
-                self._engine.runAndWait()
-            samples = read_wav(path, PIPELINE_RATE_HZ)
-        return np.ascontiguousarray(samples[:, 0], dtype=np.float32)
+            for _ in range(self.TRIES):
+                with contextlib.redirect_stdout(io.StringIO()):
+                    self._engine.save_to_file(text, path)
+                    self._engine.runAndWait()
+                try:
+                    samples = read_wav(path, PIPELINE_RATE_HZ)
+                except AudioFileError:
+                    continue
+                return np.ascontiguousarray(samples[:, 0], dtype=np.float32)
+        raise SpeechUnavailable(f"espeak-ng rendered no audio for {text!r} in {self.TRIES} tries")
 
 
 class EspeakSynthesizer:
