@@ -15,6 +15,7 @@ from typing import Any
 
 from engine import decks
 from engine.core import (
+    NARRATION_WPM,
     Action,
     ConfigError,
     Event,
@@ -25,6 +26,7 @@ from engine.core import (
     build_deck,
     join_names,
     rank,
+    spoken_s,
     started,
 )
 from engine.players import check_players
@@ -40,9 +42,12 @@ class DessertsConfig:
     tie_window_ms: float = 40.0
     trump_window_s: float = 1.5
     guest_timeout_s: float = 20.0
+    """Counted from the end of the guest's announcement, as the narrator says it at
+    ``narration_wpm`` (:func:`engine.core.spoken_s`, after the lines said before it)."""
     serve_timeout_s: float = 10.0
     hand_size: int = 5
     stacks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    narration_wpm: float = NARRATION_WPM
 
 
 # --- actions ------------------------------------------------------------------------
@@ -133,7 +138,7 @@ class DessertsState(GameState[DessertsConfig]):
         self._reset_turn(0.0)
 
     def _reset_turn(self, t: float) -> None:
-        self.guest_t = t
+        self.announced_t = t  # when the players have heard the guest (see _announced)
         self.callers: list[tuple[str, float]] = []
         self.passed: set[str] = set()
         self.failed: set[str] = set()
@@ -144,7 +149,7 @@ class DessertsState(GameState[DessertsConfig]):
     # --- opening and timers ---------------------------------------------------------
 
     def start(self) -> list[Event]:
-        return [
+        return self._announced([
             Event(
                 "deal",
                 0.0,
@@ -154,7 +159,16 @@ class DessertsState(GameState[DessertsConfig]):
                 {"hand": self.config.hand_size, "dessert_pile": self.dessert_pile},
             ),
             *self._next_guest(0.0),
-        ]
+        ])
+
+    def _announced(self, events: list[Event]) -> list[Event]:
+        """Note when a new guest's announcement ends: the moment's lines are said in order
+        ("Maya takes Rocky. Maya draws. Next guest: ..."), the guest's last."""
+        for i, event in enumerate(events):
+            if event.kind == "guest":
+                said = " ".join(e.say for e in events[: i + 1] if e.say)
+                self.announced_t = event.t + spoken_s(said, self.config.narration_wpm)
+        return events
 
     @property
     def phase(self) -> str:
@@ -170,7 +184,7 @@ class DessertsState(GameState[DessertsConfig]):
     def _next_deadline(self) -> float | None:
         phase = self.phase
         if phase == "calling":
-            return self.guest_t + self.config.guest_timeout_s
+            return self.announced_t + self.config.guest_timeout_s
         if phase == "verdict pending":
             return self.callers[0][1] + self.config.tie_window_ms / 1000.0
         if phase == "serving":
@@ -183,6 +197,9 @@ class DessertsState(GameState[DessertsConfig]):
         return None
 
     def _fire(self, due: float) -> list[Event]:
+        return self._announced(self._expire(due))
+
+    def _expire(self, due: float) -> list[Event]:
         phase = self.phase
         if phase == "calling":
             return [
@@ -270,6 +287,9 @@ class DessertsState(GameState[DessertsConfig]):
     # --- carrying out actions --------------------------------------------------------------
 
     def _do(self, action: Action) -> list[Event]:
+        return self._announced(self._act(action))
+
+    def _act(self, action: Action) -> list[Event]:
         t = action.t
         assert action.player is not None
         player = action.player

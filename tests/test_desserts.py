@@ -8,7 +8,7 @@ import pytest
 from referee_helpers import kinds, referee
 
 from engine import decks
-from engine.core import ConfigError, IllegalAction, Tick, action_from_json
+from engine.core import ConfigError, IllegalAction, Tick, action_from_json, spoken_s
 from engine.desserts import DessertsConfig, GotIt, Serve, new_game, satisfies
 
 HEAD = "@players Ann, Bob, Cat\n@seed 7\n"
@@ -51,12 +51,31 @@ def test_two_passes_are_not_all_pass() -> None:
 
 
 def test_guest_timeout_counts_as_all_pass() -> None:
-    events, final = play("1.0 Ann: pass\n25.0 Ann: got it\n")
-    timeout = first_of(events, "timeout")
-    assert timeout["t"] == pytest.approx(20.0)
-    assert first_of(events, "guest")["guest"] == "Rocky"
-    assert events[-1]["type"] == "guest" and events[-1]["guest"] == "Frosty"
+    events, final = play("1.0 Ann: pass\n40.0 Ann: got it\n")
+    assert kinds(events)[2:6] == ["timeout", "guest_leaves", "draw", "guest"]
+    assert first_of(events, "guest")["guest"] == "Rocky" and events[5]["guest"] == "Frosty"
     assert scores(final, "hand") == {"Ann": 6, "Bob": 6, "Cat": 6}
+
+
+def test_guest_timeout_runs_from_the_end_of_the_announcement() -> None:
+    events, _ = play("70.0 Ann: got it\n")
+    deal, rocky, timeout, leaves, draw, frosty, timeout2 = events[:7]
+    # The players hear Rocky once the deal and Rocky's line are said: some seconds in.
+    heard = spoken_s(f"{deal['say']} {rocky['say']}")
+    assert 8.0 < heard < 12.0
+    assert timeout["t"] == pytest.approx(heard + 20.0)
+    # Frosty is heard after the lines said at the timeout, Frosty's last.
+    said = " ".join(e["say"] for e in (timeout, leaves, draw, frosty))
+    assert timeout2["type"] == "timeout"
+    assert timeout2["t"] == pytest.approx(timeout["t"] + spoken_s(said) + 20.0)
+
+
+def test_a_slower_narrator_leaves_the_guest_up_longer() -> None:
+    def timeout_t(wpm: float) -> float:
+        state = new_game(DessertsConfig(players=("Ann", "Bob", "Cat"), narration_wpm=wpm), 7)
+        return next(e.t for e in state.tick(60.0) if e.kind == "timeout")
+
+    assert timeout_t(120) - 20.0 == pytest.approx((timeout_t(170) - 20.0) * 170 / 120)
 
 
 def test_clear_first_call_serves_and_collects() -> None:
@@ -237,8 +256,10 @@ def test_kitchen_closes_when_the_pile_cannot_serve_everyone() -> None:
     # 8 players: 70 - 40 = 30 desserts; each all-pass takes 8; the 4th cannot be served.
     players = tuple(f"P{i}" for i in range(8))
     state = new_game(DessertsConfig(players), 5)
-    for round_ in range(4):
-        state.tick(21.0 * (round_ + 1))
+    timeouts, t = 0, 0.0
+    while timeouts < 4:  # four guests time out
+        t += 1.0
+        timeouts += sum(e.kind == "timeout" for e in state.tick(t))
     assert state.kitchen_open is False
     assert state.dessert_pile == 0 and state.set_aside == 6
     assert all(hand == 8 for hand in state.hands.values())

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from engine.core import spoken_s
 from voice.audio import PIPELINE_RATE_HZ, read_wav
 from voice.tts import Announcer, Pyttsx3Synthesizer, SpeechUnavailable
 
@@ -72,6 +73,18 @@ def test_a_render_that_comes_back_empty_is_rendered_again(synth: Pyttsx3Synthesi
     monkeypatch.setattr(synth, "_engine", FlakyEngine(synth._engine, empty=synth.TRIES))
     with pytest.raises(SpeechUnavailable, match="rendered no audio for 'Maya first.'"):
         synth.render("Maya first.")
+
+
+@pytest.mark.parametrize("line", [
+    "Dealing 5 desserts to each of Maya, Leo and Priya.",
+    "Next guest: Shortstop Shelly. Craves fruit and cake. Dislikes nuts. Favorite: Strawberry Shortcake.",
+    "Maya first.",
+    "Waitress 2 shows Order 11: Burger, Burger and Fries; Order 2: Burger, Fries and Soft Drink.",
+    "Andy orders Classic Guacamole, Rare Steak, French Fries, Cola and Apple Pie.",
+])
+def test_the_engine_knows_about_how_long_the_narrator_takes(synth: Pyttsx3Synthesizer, line: str) -> None:
+    said_s = len(synth.render(line)) / PIPELINE_RATE_HZ
+    assert spoken_s(line, 170) == pytest.approx(said_s, abs=1.0)
 
 
 def test_unknown_voice_is_a_clear_error() -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import chaosteria, desserts, poutine
-from engine.core import Action, GameState
+from engine.core import NARRATION_WPM, Action, GameState
 from voice.intents import Phrases
 from voice.intents import chaosteria as chaosteria_intents
 from voice.intents import desserts as desserts_intents
@@ -45,7 +45,8 @@ def _desserts_options(group: argparse._ArgumentGroup) -> None:
     )
     group.add_argument(
         "--guest-timeout", type=float, default=20.0, metavar="S",
-        help="seconds of silence after a guest is announced before it leaves hungry (default 20)",
+        help="seconds of silence after a guest's announcement ends before it leaves hungry "
+        "(default 20)",
     )
 
 
@@ -56,6 +57,7 @@ def _desserts_config(players: tuple[str, ...], stacks: dict[str, tuple[str, ...]
         trump_window_s=options.get("trump_window", 1.5),
         guest_timeout_s=options.get("guest_timeout", 20.0),
         stacks=stacks,
+        narration_wpm=options.get("rate", NARRATION_WPM),  # the announcer's --rate when playing
     )
 
 
