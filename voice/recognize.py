@@ -169,6 +169,22 @@ def decode_afresh(decoder: Any, samples: np.ndarray) -> None:
     decoder.end_utt()
 
 
+@dataclass(frozen=True)
+class _Spoken:
+    """One word of the best path: its timing, lattice posterior, acoustic cost against the
+    best senones, frames, and the share of its frames that are loud (:func:`_loudness`)."""
+
+    word: Word
+    posterior: float
+    cost: float
+    frames: int
+    loud_share: float
+
+
+_FADING_LOUD_SHARE = 0.5
+"""A last word with fewer of its frames loud than this is the call fading (see `_fading_tail`)."""
+
+
 class _SphinxStream:
     """Buffers the utterance, then decodes it whole at :meth:`finish`: batch cepstral mean
     normalisation over the call itself is exact for short calls (live CMN starts from a fixed
@@ -190,8 +206,8 @@ class _SphinxStream:
         if d.hyp() is None:
             return Hypothesis.nothing()
         loud = _loudness(audio)
-        words: list[Word] = []
-        posterior, cost, frames, silent_loud = 1.0, 0.0, 0, 0
+        spoken: list[_Spoken] = []
+        silent_loud = 0
         for seg in d.seg():
             span = slice(seg.start_frame, seg.end_frame + 1)
             if seg.word.startswith(("<", "[")):
@@ -199,15 +215,30 @@ class _SphinxStream:
                 continue
             t0 = (start + seg.start_frame * _FRAME) / RATE_HZ
             t1 = t0 + (seg.end_frame + 1 - seg.start_frame) * _FRAME / RATE_HZ
-            words.append((seg.word.split("(", 1)[0], t0, t1))
-            posterior = min(posterior, float(seg.prob))
-            cost += -math.log(seg.ascore) if seg.ascore > 0 else math.inf  # underflow: no fit
-            frames += seg.end_frame - seg.start_frame + 1
-        fit = cost / frames if frames else math.inf
+            spoken.append(_Spoken(
+                (seg.word.split("(", 1)[0], t0, t1), float(seg.prob),
+                -math.log(seg.ascore) if seg.ascore > 0 else math.inf,  # underflow: no fit
+                seg.end_frame - seg.start_frame + 1, float(loud[span].mean()),
+            ))
+        if self._fading_tail(spoken):
+            spoken.pop()
+        posterior = min((w.posterior for w in spoken), default=1.0)
+        frames = sum(w.frames for w in spoken)
+        fit = sum(w.cost for w in spoken) / frames if frames else math.inf
         speech_as_silence = silent_loud / max(1, int(loud.sum()))
         ok = (posterior >= tuning.min_posterior and fit <= tuning.max_fit
               and speech_as_silence <= tuning.max_speech_as_silence)
-        return _judge(self._grammar, [w for w, _, _ in words], tuple(words), posterior, ok)
+        words = tuple(w.word for w in spoken)
+        return _judge(self._grammar, [w for w, _, _ in words], words, posterior, ok)
+
+    def _fading_tail(self, spoken: list[_Spoken]) -> bool:
+        """Whether the last word only leaves a whole phrase unfinished ("eclair and") and is
+        mostly the call's fading end (less than half its frames loud): a word the decoder
+        hung on the reverberation, a breath or the tail of a diphthong, not one said."""
+        if len(spoken) < 2 or spoken[-1].loud_share >= _FADING_LOUD_SHARE:
+            return False
+        heard = [w.word[0] for w in spoken]
+        return self._grammar.match(heard).cost > 0 and self._grammar.match(heard[:-1]).cost == 0
 
 
 def _pronunciations(decoder: Any, word: str) -> list[str]:
