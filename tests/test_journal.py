@@ -90,6 +90,19 @@ def test_damaged_journals_are_clear_errors(tmp_path: Path) -> None:
     assert run.returncode == 2 and "no game header" in run.stderr and "Traceback" not in run.stderr
 
 
+def test_a_journal_of_another_version_is_refused_not_misread(tmp_path: Path) -> None:
+    transcript = tmp_path / "game.txt"
+    fast_transcript(transcript, 5)
+    journal = tmp_path / "j.jsonl"
+    orderup("referee", "desserts", "--transcript", str(transcript), "--journal", str(journal))
+    head, *rest = journal.read_text().splitlines()
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps({**json.loads(head), "version": 1}), *rest]) + "\n")
+    with pytest.raises(JournalError, match="journal version 1, this one reads 2"):
+        restore(str(old))
+    assert restore(str(journal))[1].history  # the same journal at this version resumes
+
+
 def test_undo_takes_back_the_last_call_and_is_journaled(tmp_path: Path) -> None:
     from voice.games import lookup
     from voice.journal import Journal, Setup

@@ -19,7 +19,10 @@ from typing import Any
 from engine.core import Action, ConfigError, GameState, action_from_json
 from voice.games import GameBinding, lookup
 
-VERSION = 1
+VERSION = 2
+"""Bumped whenever the rules a journal replays through change (2: the Just Desserts guest
+timeout runs from the end of the announcement): an older journal would not come back to
+the state it recorded."""
 
 
 class JournalError(ValueError):
@@ -116,6 +119,12 @@ def read_journal(path: str) -> Restored:
     if not entries or entries[0].get("type") != "game":
         raise JournalError(f"{path}: not an orderup journal (no game header)")
     head = entries[0]
+    if head.get("version") != VERSION:
+        raise JournalError(
+            f"{path}: written by another version of orderup (journal version "
+            f"{head.get('version')}, this one reads {VERSION}): its rules may differ, so it "
+            "cannot be resumed exactly; start a new game"
+        )
     try:
         setup = Setup(
             game=head["game"], players=tuple(head["players"]),
