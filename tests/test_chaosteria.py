@@ -129,6 +129,7 @@ def test_house_orders_are_read_card_by_card_in_seating_order() -> None:
     assert events[1]["say"] == "Andy, your appetizer: Onion Soup or Noodle Soup?"
     assert "Andy's turn to order" in events[2]["reason"]
     assert events[3]["reason"] == "could be Onion Soup or Noodle Soup"
+    assert events[3]["say"] == "Andy, Onion Soup or Noodle Soup?"  # Andy is asked: he must answer
     assert "not on the card" in events[4]["reason"]
     assert events[6]["say"] == "Andy, your main: Rare Steak or Well Done Steak?"
     assert events[7]["reason"] == "orders are still being placed"
@@ -724,6 +725,15 @@ def test_corrections_from_the_ringer(text: str, client: str | None, variant: str
     action = chaosteria_intents.parse(text, "Sophie", 11.2, state)
     dish = "Guacamole" if variant else None
     assert action == Correct("Sophie", 11.2, client, dish, variant)
+
+
+def test_who_the_table_waits_for_to_speak() -> None:
+    """The waiter on their turn; after the bell, the ringer (who is asked to say it again if
+    not understood)."""
+    state = state_after("")
+    assert chaosteria_intents.awaited(state) == (state.waiter,)
+    state = state_after("10.0 Andy: Candy, spicy guacamole\n11.0 Sophie: bell\n11.1 Sophie: uh\n")
+    assert chaosteria_intents.awaited(state) == ("Sophie",)
 
 
 @pytest.mark.parametrize(

@@ -232,6 +232,14 @@ def test_unknown_words_change_nothing() -> None:
     assert scores(final, "hand") == {"Ann": 5, "Bob": 5, "Cat": 5}
 
 
+def test_the_caller_whose_serve_is_awaited_is_asked_to_say_it_again() -> None:
+    events, final = play("1.0 Ann: got it\n2.0 Bob: what a lovely cake\n2.5 Ann: what a lovely cake\n"
+                         "3.0 Ann: rocky road\n")
+    missed = [(e["players"], e["say"]) for e in events if e["type"] == "not_understood"]
+    assert missed == [(["Bob"], ""), (["Ann"], "Ann, say that again?")]
+    assert scores(final, "guests") == {"Ann": 1, "Bob": 0, "Cat": 0}
+
+
 def test_serve_out_of_turn_is_refused() -> None:
     events, _ = play("1.0 Ann: got it\n2.0 Bob: rocky road\n3.0 Ann: rocky road\n")
     assert first_of(events, "refused")["players"] == ["Bob"]

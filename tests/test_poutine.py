@@ -374,6 +374,7 @@ def test_mop_gifts_are_asked_for_and_move_cards_before_the_orders() -> None:
     t = ROUND_ENDS_AFTER + BREAK_S
     extra = [
         (t + 0.5, "Dan", "burger"),
+        (t + 0.7, "Dan", "umm"),
         (t + 1.0, "Cat", "give one to Ann"),
         (t + 1.5, "Dan", "keep"),
         (t + 3.0, "Dan", "burger"),
@@ -386,9 +387,12 @@ def test_mop_gifts_are_asked_for_and_move_cards_before_the_orders() -> None:
         "Dan, you have 1 mop point: give up to 1 card to other cooks.",
     ]
     tail = events[events.index(asked[-1]) + 1 :]
-    assert kinds(tail) == ["refused", "gift", "orders", "orders", "accepted", "not_understood"]
+    assert kinds(tail) == ["refused", "not_understood", "gift", "orders", "orders", "accepted",
+                           "not_understood"]
     assert "mop gifts" in tail[0]["reason"]
-    assert tail[1]["say"] == "Cat gives 1 card to Ann."
+    assert tail[1]["say"] == "Dan, say that again?"  # asked for his gift, not yet answered
+    assert tail[2]["say"] == "Cat gives 1 card to Ann."
+    assert tail[-1]["say"] == ""  # in play nobody in particular is waited for
     assert field(final, "cards_left") == {"Ann": 13, "Bob": 12, "Cat": 11, "Dan": 11}
 
 

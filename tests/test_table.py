@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scenes import mix_scene, synth
 
+from engine.core import Event
 from voice.audio import PIPELINE_RATE_HZ, MicInput, WavSource, write_wav
 from voice.grammar import Grammar
 from voice.journal import Journal, Setup, restore
@@ -129,6 +130,24 @@ def test_a_pause_inside_an_unfinished_phrase_does_not_cut_it(tmp_path: Path) -> 
     assert [(h.player, h.text, h.understood) for h in heard] == [
         ("Ann", "brownie and whipped cream", True)]
     assert heard[0].onset_s == pytest.approx(start / RATE, abs=0.02)
+
+
+def test_a_server_not_understood_is_asked_to_say_it_again(tmp_path: Path) -> None:
+    """Ann wins Rocky, then says something the recogniser cannot make out: the app asks her
+    again (her serve time runs on); then her serve is heard."""
+    calls = [
+        (0, synth("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
+        (0, synth("hold on a second", voice="en-us", amplitude=0.6), int(3.0 * RATE)),
+        (0, synth("rocky road", voice="en-us", amplitude=0.6), int(5.5 * RATE)),
+    ]
+    scene = mix_scene(calls, 2, noise_snr_db=30.0, seed=3, length=int(7.5 * RATE))
+    wav = tmp_path / "again.wav"
+    write_wav(wav, scene.audio, RATE)
+    loop = loop_for(tmp_path)
+    items = [i for frame in WavSource(wav) for i in loop.feed(frame)] + loop.finish()
+    said = [(i.kind, i.say) for i in items if isinstance(i, Event) and i.say]
+    assert said[:3] == [("first", "Ann first."), ("not_understood", "Ann, say that again?"),
+                        ("served", "Ann takes Rocky.")], said
 
 
 def test_utterances_are_decoded_in_onset_order(tmp_path: Path) -> None:

@@ -36,6 +36,9 @@ class GameBinding:
     parse: Callable[[str, str, float, Any], Action]
     phrases: Callable[[tuple[str, ...], Any], Phrases]
     """What can be said now (templates and slots): the recogniser's grammar of the moment."""
+    awaited: Callable[[Any], tuple[str, ...]]
+    """The players whose words the game waits for now (a serve, an answer): one of them not
+    understood is asked to say it again."""
 
 
 def _desserts_options(group: argparse._ArgumentGroup) -> None:
@@ -130,6 +133,7 @@ GAMES: dict[str, GameBinding] = {
         new_game=desserts.new_game,
         parse=desserts_intents.parse,
         phrases=desserts_intents.phrases,
+        awaited=desserts_intents.awaited,
     ),
     "poutine": GameBinding(
         name="poutine",
@@ -141,6 +145,7 @@ GAMES: dict[str, GameBinding] = {
         new_game=poutine.new_game,
         parse=poutine_intents.parse,
         phrases=poutine_intents.phrases,
+        awaited=poutine_intents.awaited,
     ),
     "chaosteria": GameBinding(
         name="chaosteria",
@@ -152,6 +157,7 @@ GAMES: dict[str, GameBinding] = {
         new_game=chaosteria.new_game,
         parse=chaosteria_intents.parse,
         phrases=chaosteria_intents.phrases,
+        awaited=chaosteria_intents.awaited,
     ),
 }
 

@@ -3,17 +3,19 @@
 The same driver serves a transcript, a recording and the live table: each
 utterance (onset, player, text) first lets the game clock run to its onset,
 then is parsed into an action and applied. Words that are not a phrase of the
-game, or actions the rules refuse, change nothing and come back as events.
+game, or actions the rules refuse, change nothing and come back as events; a
+player the game waits for (a serve, an answer) is asked to say it again.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from engine.core import Event, GameState, IllegalAction, replay
 from voice.games import GameBinding
-from voice.intents import UnparseableUtterance
+from voice.intents import AmbiguousUtterance, UnparseableUtterance
 from voice.journal import Journal
 
 
@@ -45,15 +47,31 @@ class Referee:
         try:
             action = self.game.parse(text, player, onset_s, self.state)
         except UnparseableUtterance as exc:
-            return events + [
-                Event("not_understood", onset_s, "", (player,), {"text": text, "reason": exc.reason})
-            ]
+            candidates = exc.candidates if isinstance(exc, AmbiguousUtterance) else ()
+            return events + [self._not_understood(onset_s, player, text, exc.reason, candidates)]
         try:
             return events + self.state.apply(action)
         except IllegalAction as exc:
             return events + [
                 Event("refused", onset_s, "", (player,), {"text": text, "reason": exc.reason})
             ]
+
+    def not_understood(self, onset_s: float, player: str, text: str) -> list[Event]:
+        """What the table learns from ``player`` saying something the recogniser could not
+        make out (``text``: its best guess): nothing, unless the game waits for their words."""
+        events = self.tick(onset_s)
+        if self.state.finished or player not in self.game.awaited(self.state):
+            return events
+        return events + [self._not_understood(onset_s, player, text, "not recognised")]
+
+    def _not_understood(self, onset_s: float, player: str, text: str, reason: str,
+                        candidates: Sequence[str] = ()) -> Event:
+        """Asks ``player`` to say it again (or which of ``candidates`` they mean) if the game
+        waits for their words: at a table they may not see the screen, and their time runs."""
+        say = ""
+        if player in self.game.awaited(self.state):
+            say = f"{player}, {' or '.join(candidates)}?" if candidates else f"{player}, say that again?"
+        return Event("not_understood", onset_s, say, (player,), {"text": text, "reason": reason})
 
     def tick(self, t: float) -> list[Event]:
         events = self.state.tick(t)
@@ -83,7 +101,7 @@ def render_text(event: Event) -> str:
     """One readable line: what the app says, or a note in brackets for silent events."""
     stamp = f"{event.t:8.2f}  "
     if event.kind == "not_understood":
-        return f"{stamp}({event.players[0]}: {event.data['text']!r} not understood)"
+        return f"{stamp}({event.players[0]}: {event.data['text']!r} not understood) {event.say}".rstrip()
     if event.kind == "refused":
         return f"{stamp}({event.players[0]}: {event.data['text']!r} ignored: {event.data['reason']})"
     return stamp + event.say

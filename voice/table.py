@@ -243,8 +243,9 @@ class TableLoop:
             player = self.players[u.mic]
             out.append(Heard(u.mic, player, u.onset_s, end_s, hyp.text, hyp.understood, hyp.confidence))
             game_t = self.game_time(u.onset_s)
-            if hyp.understood and game_t is not None:
-                out += self.referee.hear(game_t, player, hyp.text)
+            if game_t is not None:
+                out += (self.referee.hear if hyp.understood else self.referee.not_understood)(
+                    game_t, player, hyp.text)
         watermark = self.game_time(min([self.ears.settled_s, *(onset for onset, _ in self._open)]))
         if watermark is not None and watermark > self.referee.state.t:
             out += self.referee.tick(watermark)

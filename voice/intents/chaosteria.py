@@ -151,6 +151,21 @@ def _claim(text: str, player: str, t: float, names: list[str], state: Chaosteria
     return ServeDish(player, t, client, dish, variant)
 
 
+def awaited(state: ChaosteriaState) -> tuple[str, ...]:
+    """Who must speak now: while orders are taken, the player asked (house orders) or those
+    who have not ordered every category (table orders); then the player asked "which one?",
+    the one who rang the bell, else the waiter."""
+    if state.phase == "ordering":
+        dealt = [p for p in state.players if state.hands[p]]  # house orders, asked in turn
+        if dealt:
+            return (dealt[0],)
+        categories = len(decks.chaosteria().categories)
+        return tuple(p for p in state.players if len(state.orders[p]) < categories)
+    if state.question is not None:
+        return (state.question.player,)
+    return (state.floor or state.waiter,)
+
+
 def phrases(players: tuple[str, ...], state: ChaosteriaState | None = None) -> Phrases:
     """What a player may say in Chaosteria now: the grammar of the moment.
 

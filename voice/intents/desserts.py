@@ -36,6 +36,16 @@ def parse(text: str, player: str, t: float, state: DessertsState | None = None) 
     return Serve(player, t, tuple(served))
 
 
+def awaited(state: DessertsState) -> tuple[str, ...]:
+    """Who must speak now: the caller whose serve is awaited, or the trumper who claimed the
+    favorite and must name it."""
+    if state.phase == "serving" and state.server is not None:
+        return (state.server,)
+    if state.phase == "trump window" and state.claim is not None and state.claim.trumper:
+        return (state.claim.trumper,)
+    return ()
+
+
 def phrases(players: tuple[str, ...], state: DessertsState | None = None) -> Phrases:
     """What a player may say in Just Desserts: calls, and serves of one to three desserts."""
     serves = lists("dessert", 3)

@@ -99,6 +99,12 @@ def gift(tokens: Sequence[str], names: dict[tuple[str, ...], str], text: str) ->
     return tuple(to)
 
 
+def awaited(state: PoutineState) -> tuple[str, ...]:
+    """Who must speak now: the players asked for their mop gifts. In play everyone shouts
+    at once and an item not heard is simply not sold yet."""
+    return tuple(state.givers) if state.phase == "gifts" else ()
+
+
 def phrases(players: tuple[str, ...], state: PoutineState | None = None) -> Phrases:
     """What a player may say in Miss Poutine: an item, "stop", a waitress's take, a mop gift."""
     deck = decks.poutine()
