@@ -72,8 +72,8 @@ class Pyttsx3Synthesizer:
 
     TRIES = 3
     """Renders of one line before giving up. pyttsx3's espeak driver collects the audio on
-    espeak-ng's own thread and races with the caller's loop: now and then (once in 400 renders
-    of two lines in a row here) the file it writes holds no samples. Rendering again gets it."""
+    espeak-ng's own thread and races with the caller's loop: now and then the file it writes
+    holds no samples. Rendering again gets the line."""
 
     def render(self, text: str) -> np.ndarray:
         with self._lock, tempfile.TemporaryDirectory() as tmp:
