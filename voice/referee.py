@@ -60,9 +60,10 @@ class Referee:
         """What the table learns from ``player`` saying something the recogniser could not
         make out (``text``: its best guess): nothing, unless the game waits for their words."""
         events = self.tick(onset_s)
-        if self.state.finished or player not in self.game.awaited(self.state):
+        if self.state.finished:
             return events
-        return events + [self._not_understood(onset_s, player, text, "not recognised")]
+        asked = self._not_understood(onset_s, player, text, "not recognised")
+        return events + [asked] if asked.say else events
 
     def _not_understood(self, onset_s: float, player: str, text: str, reason: str,
                         candidates: Sequence[str] = ()) -> Event:

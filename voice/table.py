@@ -97,12 +97,11 @@ class Ears:
     def __init__(
         self, players: int, app_channel: bool = False, calibration: TableSetup | None = None
     ) -> None:
-        crosstalk = np.array(calibration.crosstalk_db) if calibration and calibration.crosstalk_db else None
-        self.detector = OnsetDetector(players, crosstalk_db=crosstalk)
+        setup = calibration or TableSetup((), ())
+        self.detector = OnsetDetector(
+            players, crosstalk_db=np.array(setup.crosstalk_db) if setup.crosstalk_db else None)
         self.echo = EchoCanceller(players) if app_channel else None
-        self._noise_floor_db = (
-            np.array(calibration.noise_floor_db) if calibration and calibration.noise_floor_db else None
-        )
+        self._noise_floor_db = np.array(setup.noise_floor_db) if setup.noise_floor_db else None
 
     @property
     def settled_s(self) -> float:
