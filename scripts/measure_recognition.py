@@ -3,12 +3,15 @@
 Voices are split into a *tune* set (used to choose settings) and a *held-out* set (reported,
 never tuned on). Each call is a synthesised espeak-ng utterance with a 50 ms pre-roll and a
 150 ms tail of silence (the onset detector keeps 100 ms of the room on either side), clean
-(a -45 dB noise floor) or in babble (other espeak talkers) at 10 dB SNR. Chatter is decoded
+(a -45 dB noise floor), in babble (other espeak talkers) at 10 dB SNR, or with clatter: 400 ms
+of the room on either side and one or two knocks of cutlery somewhere in it, each 3-15 dB
+below the call's loudest 10 ms (the onset detector's segment starts at whichever came
+first, so a knock just before a call lands in it). Chatter is decoded
 against all three game grammars; the tune split uses this script's chatter, the held-out split
 the scene generator's list.
 
     .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|both]
-        [--noise clean|babble|both] [--per-game N] [--tuning JSON] [--backend sphinx]
+        [--noise clean|babble|clatter|all] [--per-game N] [--tuning JSON] [--backend sphinx]
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.decks import chaosteria, desserts, poutine
+from scripts.scenes import CHATTER, clatter_hit
 from voice.grammar import Grammar, game_grammar
 from voice.recognize import Recognizer, SphinxTuning, create_recognizer
 from voice.tts import EspeakSynthesizer
 
 RATE_HZ = 16_000
+NOISES = ("clean", "babble", "clatter")
 PLAYERS = ("Ann", "Bob", "Priya")
 TUNE = tuple((v, s, p) for v in ("en-us", "en-gb", "en-us+f3", "en+m3")
              for s, p in ((140, 30), (170, 50), (200, 70)))
@@ -65,17 +70,30 @@ def babble() -> np.ndarray:
     return (mix / mix.std()).astype(np.float32)
 
 
+def frame_peak(x: np.ndarray) -> float:
+    """The power of the loudest 10 ms of `x`."""
+    n = x.size // 160
+    return float(np.max(np.mean(x[: n * 160].astype(np.float64).reshape(n, 160) ** 2, axis=1)))
+
+
 def scene(x: np.ndarray, noise: str, seed: int) -> np.ndarray:
-    """`x` with 50 ms before and 150 ms after, plus noise relative to its voiced power."""
+    """`x` with 50 ms before and 150 ms after (400 ms each with clatter), plus noise relative
+    to its voiced power."""
     rng = np.random.default_rng(seed)
     x = x / np.abs(x).max() * 0.3
-    y = np.concatenate([np.zeros(800, np.float32), x, np.zeros(2400, np.float32)])
+    before, after = (6400, 6400) if noise == "clatter" else (800, 2400)
+    y = np.concatenate([np.zeros(before, np.float32), x, np.zeros(after, np.float32)])
     voiced = x[np.abs(x) > 0.05 * np.abs(x).max()]
     power = float(np.mean(voiced.astype(np.float64) ** 2))
     if noise == "babble":
         b = babble()
         start = int(rng.integers(0, b.size - y.size))
         return (y + b[start : start + y.size] * np.sqrt(power / 10)).astype(np.float32)
+    if noise == "clatter":
+        for at in rng.integers(0, y.size - 1600, int(rng.integers(1, 3))):
+            hit = clatter_hit(rng)[: y.size - at]
+            y[at : at + hit.size] += hit * np.sqrt(
+                frame_peak(x) / frame_peak(hit) * 10 ** (rng.uniform(-15, -3) / 10))
     return (y + rng.normal(0, np.sqrt(power / 10**4.5), y.size)).astype(np.float32)
 
 
@@ -135,7 +153,7 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int]) -> Result:
     voice, noise, split, per_game = job
     rec = _RECOGNIZER[0]
     rng = np.random.default_rng(zlib.crc32(repr(voice).encode()))  # the same calls every run
-    chatter = TUNE_CHATTER if split == "tune" else heldout_chatter()
+    chatter = TUNE_CHATTER if split == "tune" else CHATTER
     items = [(g, p, True) for g, ps in commands().items()
              for p in (ps if per_game <= 0 else rng.choice(ps, min(per_game, len(ps)), False))]
     items += [(g, c.lower(), False) for c in chatter for g in grammars()]
@@ -157,16 +175,10 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int]) -> Result:
                   len(items) - n_calls, tuple(accepts), tuple(latency))
 
 
-def heldout_chatter() -> tuple[str, ...]:
-    from scripts.scenes import CHATTER
-
-    return CHATTER
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both")
-    parser.add_argument("--noise", choices=("clean", "babble", "both"), default="both")
+    parser.add_argument("--noise", choices=(*NOISES, "all"), default="all")
     parser.add_argument("--per-game", type=int, default=0, help="calls per game (0: all)")
     parser.add_argument("--backend", default="sphinx")
     parser.add_argument("--tuning", default="{}", help="SphinxTuning fields as JSON")
@@ -174,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="list every error")
     args = parser.parse_args(argv)
     splits = ("tune", "heldout") if args.split == "both" else (args.split,)
-    noises = ("clean", "babble") if args.noise == "both" else (args.noise,)
+    noises = NOISES if args.noise == "all" else (args.noise,)
     jobs = [(v, n, s, args.per_game) for s in splits for n in noises
             for v in (TUNE if s == "tune" else HELD_OUT)]
     with Pool(args.jobs, _init, (args.backend, args.tuning)) as pool:

@@ -592,22 +592,25 @@ def _babble(
     return sounds
 
 
-def _clatter(layout: Layout, start: int, n: int, rng: np.random.Generator) -> list[_Sound]:
-    """Cutlery and plates: at each spot one knock plus about one more a second (all after
-    scene sample 0, which is ``-start`` here), each a broadband click decaying in
-    milliseconds plus a few ringing partials (1.5–7 kHz) decaying in tens of ms."""
-    sounds = []
+def clatter_hit(rng: np.random.Generator) -> np.ndarray:
+    """One knock of cutlery or plates, 250 ms at 16 kHz, peak about 1: a broadband click
+    decaying in milliseconds plus a few ringing partials (1.5–7 kHz) decaying in tens of ms."""
     k = np.arange(RATE_HZ // 4) / RATE_HZ
+    hit = rng.standard_normal(k.size) * np.exp(-k / rng.uniform(0.002, 0.01))
+    for _ in range(int(rng.integers(2, 5))):
+        ring = np.sin(2 * math.pi * rng.uniform(1500, 7000) * k + rng.uniform(0, 2 * math.pi))
+        hit += rng.uniform(0.2, 0.6) * ring * np.exp(-k / rng.uniform(0.02, 0.08))
+    return hit
+
+
+def _clatter(layout: Layout, start: int, n: int, rng: np.random.Generator) -> list[_Sound]:
+    """Cutlery and plates: at each spot one knock (:func:`clatter_hit`) plus about one more a
+    second, all after scene sample 0, which is ``-start`` here."""
+    sounds = []
     for position in layout.clatter_m:
         signal = np.zeros(n)
         for at in rng.integers(-start, n, 1 + rng.poisson((n + start) / RATE_HZ)):
-            hit = rng.standard_normal(k.size) * np.exp(-k / rng.uniform(0.002, 0.01))
-            for _ in range(int(rng.integers(2, 5))):
-                ring = np.sin(
-                    2 * math.pi * rng.uniform(1500, 7000) * k + rng.uniform(0, 2 * math.pi)
-                )
-                hit += rng.uniform(0.2, 0.6) * ring * np.exp(-k / rng.uniform(0.02, 0.08))
-            piece = hit[: n - at] * 10 ** (rng.uniform(-15, 0) / 20)
+            piece = clatter_hit(rng)[: n - at] * 10 ** (rng.uniform(-15, 0) / 20)
             signal[at : at + piece.size] += piece
         sounds.append(_Sound(signal, tuple(position), start))
     return sounds

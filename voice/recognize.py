@@ -106,8 +106,9 @@ class SphinxTuning:
     * `min_posterior`: every word's lattice posterior (no close rival phrase);
     * `max_fit`: the words' mean acoustic cost per frame against the best senone of each frame
       (an unconstrained senone loop): chatter forced into a phrase fits it badly;
-    * `max_speech_as_silence`: the share of loud frames (within 25 dB of the loudest) the path
-      explains as silence or filler: chatter partly matched leaves speech as "silence".
+    * `max_speech_as_silence`: the share of speech-like frames (loud in the voice's band,
+      :func:`_speech_like`) the path explains as silence or filler: chatter partly matched
+      leaves speech as "silence"; a knock on the table around a call is not speech left over.
 
     Chosen on synthesised *tune* voices only (scripts/measure_recognition.py).
     """
@@ -131,16 +132,35 @@ _FRAME = RATE_HZ // 100
 """PocketSphinx's frame: 10 ms (its default frame rate, which the model was trained at)."""
 _MARGIN_BEFORE, _MARGIN_AFTER = 5 * _FRAME, 10 * _FRAME
 """Audio kept before the first and after the last loud frame (a short pre-roll and tail)."""
+_VOICE_BINS = slice(1, 10)
+"""The voice's band, 100-900 Hz (the bins of a 10 ms frame's spectrum): its fundamental and
+first formant, where a vowel has most of its energy and a knock of cutlery little."""
+_VOICE_SHARE = 0.3
+"""A frame is speech-like when at least this share of its energy lies in the voice's band."""
+
+
+def _frames(samples: np.ndarray) -> np.ndarray:
+    n = samples.size // _FRAME
+    return samples[: n * _FRAME].astype(np.float64).reshape(n, _FRAME)
+
+
+def _within(energy: np.ndarray) -> np.ndarray:
+    db = 10 * np.log10(energy + 1e-12)
+    return db > db.max(initial=-np.inf) - _LOUD_DB
 
 
 def _loudness(samples: np.ndarray) -> np.ndarray:
     """Which 10 ms frames of `samples` are loud (see :data:`_LOUD_DB`)."""
-    n = samples.size // _FRAME
-    if n == 0:
-        return np.zeros(0, bool)
-    energy = np.mean(samples[: n * _FRAME].astype(np.float64).reshape(n, _FRAME) ** 2, axis=1)
-    db = 10 * np.log10(energy + 1e-12)
-    return db > db.max() - _LOUD_DB
+    return _within(np.mean(_frames(samples) ** 2, axis=1))
+
+
+def _speech_like(samples: np.ndarray) -> np.ndarray:
+    """Which 10 ms frames of `samples` are loud speech: loud in the voice's band (within
+    :data:`_LOUD_DB` of its loudest there) and with :data:`_VOICE_SHARE` of their energy in it.
+    A knock on the table (broadband, ringing high) is loud, but not speech-like."""
+    spectrum = np.abs(np.fft.rfft(_frames(samples) * np.hanning(_FRAME), axis=1)) ** 2
+    voice = spectrum[:, _VOICE_BINS].sum(axis=1)
+    return _within(voice) & (voice >= _VOICE_SHARE * spectrum.sum(axis=1))
 
 
 def _trim(samples: np.ndarray) -> tuple[np.ndarray, int]:
@@ -172,17 +192,17 @@ def decode_afresh(decoder: Any, samples: np.ndarray) -> None:
 @dataclass(frozen=True)
 class _Spoken:
     """One word of the best path: its timing, lattice posterior, acoustic cost against the
-    best senones, frames, and the share of its frames that are loud (:func:`_loudness`)."""
+    best senones, frames, and the share of its frames that are speech (:func:`_speech_like`)."""
 
     word: Word
     posterior: float
     cost: float
     frames: int
-    loud_share: float
+    speech_share: float
 
 
-_FADING_LOUD_SHARE = 0.5
-"""A last word with fewer of its frames loud than this is the call fading (see `_fading_tail`)."""
+_FADING_SPEECH_SHARE = 0.5
+"""A last word with fewer of its frames speech than this is the call fading (see `_fading_tail`)."""
 
 
 class _SphinxStream:
@@ -205,27 +225,27 @@ class _SphinxStream:
         decode_afresh(d, audio)
         if d.hyp() is None:
             return Hypothesis.nothing()
-        loud = _loudness(audio)
+        speech = _speech_like(audio)
         spoken: list[_Spoken] = []
-        silent_loud = 0
+        silent_speech = 0
         for seg in d.seg():
             span = slice(seg.start_frame, seg.end_frame + 1)
             if seg.word.startswith(("<", "[")):
-                silent_loud += int(loud[span].sum()) if seg.word not in ("<s>", "</s>") else 0
+                silent_speech += int(speech[span].sum()) if seg.word not in ("<s>", "</s>") else 0
                 continue
             t0 = (start + seg.start_frame * _FRAME) / RATE_HZ
             t1 = t0 + (seg.end_frame + 1 - seg.start_frame) * _FRAME / RATE_HZ
             spoken.append(_Spoken(
                 (seg.word.split("(", 1)[0], t0, t1), float(seg.prob),
                 -math.log(seg.ascore) if seg.ascore > 0 else math.inf,  # underflow: no fit
-                seg.end_frame - seg.start_frame + 1, float(loud[span].mean()),
+                seg.end_frame - seg.start_frame + 1, float(speech[span].mean()),
             ))
         if self._fading_tail(spoken):
             spoken.pop()
         posterior = min((w.posterior for w in spoken), default=1.0)
         frames = sum(w.frames for w in spoken)
         fit = sum(w.cost for w in spoken) / frames if frames else math.inf
-        speech_as_silence = silent_loud / max(1, int(loud.sum()))
+        speech_as_silence = silent_speech / max(1, int(speech.sum()))
         ok = (posterior >= tuning.min_posterior and fit <= tuning.max_fit
               and speech_as_silence <= tuning.max_speech_as_silence)
         words = tuple(w.word for w in spoken)
@@ -233,9 +253,9 @@ class _SphinxStream:
 
     def _fading_tail(self, spoken: list[_Spoken]) -> bool:
         """Whether the last word only leaves a whole phrase unfinished ("eclair and") and is
-        mostly the call's fading end (less than half its frames loud): a word the decoder
+        mostly the call's fading end (less than half its frames speech): a word the decoder
         hung on the reverberation, a breath or the tail of a diphthong, not one said."""
-        if len(spoken) < 2 or spoken[-1].loud_share >= _FADING_LOUD_SHARE:
+        if len(spoken) < 2 or spoken[-1].speech_share >= _FADING_SPEECH_SHARE:
             return False
         heard = [w.word[0] for w in spoken]
         return self._grammar.match(heard).cost > 0 and self._grammar.match(heard[:-1]).cost == 0
