@@ -101,14 +101,17 @@ class SphinxTuning:
     """When a grammar result counts as understood, and raw PocketSphinx options.
 
     Out-of-grammar speech still comes out as *some* phrase of a grammar-only search, so a
-    result must also pass three scores computed from the best path (no second decode):
+    result must also pass three scores computed from the best path (no second decode), and
+    hold some speech at all:
 
     * `min_posterior`: every word's lattice posterior (no close rival phrase);
     * `max_fit`: the words' mean acoustic cost per frame against the best senone of each frame
       (an unconstrained senone loop): chatter forced into a phrase fits it badly;
     * `max_speech_as_silence`: the share of speech-like frames (loud in the voice's band,
       :func:`_speech_like`) the path explains as silence or filler: chatter partly matched
-      leaves speech as "silence"; a knock on the table around a call is not speech left over.
+      leaves speech as "silence"; a knock on the table around a call is not speech left over;
+    * `min_speech_ms`: how much of the audio must be speech-like: a knock of cutlery alone
+      decodes as "pie" or "ann" as readily as chatter does.
 
     Chosen on synthesised *tune* voices only (scripts/measure_recognition.py).
     """
@@ -116,6 +119,7 @@ class SphinxTuning:
     min_posterior: float = 0.5
     max_fit: float = 5.0
     max_speech_as_silence: float = 0.05
+    min_speech_ms: float = 50.0
     config: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
@@ -247,7 +251,8 @@ class _SphinxStream:
         fit = sum(w.cost for w in spoken) / frames if frames else math.inf
         speech_as_silence = silent_speech / max(1, int(speech.sum()))
         ok = (posterior >= tuning.min_posterior and fit <= tuning.max_fit
-              and speech_as_silence <= tuning.max_speech_as_silence)
+              and speech_as_silence <= tuning.max_speech_as_silence
+              and speech.sum() * _FRAME >= tuning.min_speech_ms * RATE_HZ / 1000)
         words = tuple(w.word for w in spoken)
         return _judge(self._grammar, [w for w, _, _ in words], words, posterior, ok)
 
