@@ -593,8 +593,9 @@ def _babble(
 
 
 def clatter_hit(rng: np.random.Generator) -> np.ndarray:
-    """One knock of cutlery or plates, 250 ms at 16 kHz, peak about 1: a broadband click
-    decaying in milliseconds plus a few ringing partials (1.5–7 kHz) decaying in tens of ms."""
+    """One knock of cutlery or plates, 250 ms at 16 kHz, unscaled: a broadband click (noise of
+    unit variance) decaying in milliseconds plus a few ringing partials (1.5–7 kHz, amplitude
+    0.2–0.6) decaying in tens of ms."""
     k = np.arange(RATE_HZ // 4) / RATE_HZ
     hit = rng.standard_normal(k.size) * np.exp(-k / rng.uniform(0.002, 0.01))
     for _ in range(int(rng.integers(2, 5))):
