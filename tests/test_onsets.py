@@ -365,3 +365,21 @@ def test_a_neighbour_talking_after_a_call_is_turned_down_in_its_segment(seed: in
 
 def power_db(x: np.ndarray) -> float:
     return float(10 * np.log10(np.mean(np.square(x, dtype=np.float64)) + 1e-12))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_call_right_after_a_knock_has_its_own_onset(seed: int) -> None:
+    """A knock of cutlery 250 ms before a call, in a room's -40 dBFS background: the call's
+    onset is its own, not the knock's (which would win it every race); the knock ends on its
+    own after 80 ms of quiet."""
+    from scripts.scenes import clatter_hit
+
+    rng = np.random.default_rng(seed)
+    audio = (0.01 * rng.standard_normal((2 * PIPELINE_RATE_HZ, 1))).astype(np.float32)
+    knock = clatter_hit(rng)
+    audio[9600 : 9600 + knock.size, 0] += (0.1 * knock / np.abs(knock).max()).astype(np.float32)
+    call = synth("got it")
+    audio[13600 : 13600 + call.size, 0] += call
+    events, _ = detect(audio)
+    onsets_ms = [e.onset_s * 1000 for e in starts(events)]
+    assert any(abs(t - 850) <= 15 for t in onsets_ms), onsets_ms

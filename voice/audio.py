@@ -26,6 +26,40 @@ PIPELINE_RATE_HZ = 16_000
 """The rate every stage after the source works at: one 16 kHz stream per microphone."""
 
 
+SPEECH_FRAME = PIPELINE_RATE_HZ // 100
+"""10 ms: the frame in which speech is told from pause and from noise."""
+LOUD_DB = 25.0
+"""A frame is loud (speech, not pause) within this many dB of the utterance's loudest."""
+VOICE_BINS = slice(1, 10)
+"""The voice's band, 100-900 Hz (the bins of a 10 ms frame's spectrum): its fundamental and
+first formant, where a vowel has most of its energy and a knock of cutlery little."""
+VOICE_SHARE = 0.3
+"""A frame is speech-like when at least this share of its energy lies in the voice's band."""
+
+
+def _frames(samples: np.ndarray) -> np.ndarray:
+    n = samples.size // SPEECH_FRAME
+    return samples[: n * SPEECH_FRAME].astype(np.float64).reshape(n, SPEECH_FRAME)
+
+
+def _within(energy: np.ndarray) -> np.ndarray:
+    db = 10 * np.log10(energy + 1e-12)
+    return db > db.max(initial=-np.inf) - LOUD_DB
+
+
+def loud_frames(samples: np.ndarray) -> np.ndarray:
+    """Which 10 ms frames of mono `samples` (16 kHz) are loud (see :data:`LOUD_DB`)."""
+    return _within(np.mean(_frames(samples) ** 2, axis=1))
+
+
+def speech_like_frames(samples: np.ndarray) -> np.ndarray:
+    """Which 10 ms frames of mono `samples` (16 kHz) are loud speech: loud in the voice's band
+    (within :data:`LOUD_DB` of its loudest there) with :data:`VOICE_SHARE` of their energy in
+    it. A knock on the table (broadband, ringing high) is loud, but not speech-like."""
+    spectrum = np.abs(np.fft.rfft(_frames(samples) * np.hanning(SPEECH_FRAME), axis=1)) ** 2
+    voice = spectrum[:, VOICE_BINS].sum(axis=1)
+    return _within(voice) & (voice >= VOICE_SHARE * spectrum.sum(axis=1))
+
 class AudioFileError(ValueError):
     """A WAV file that cannot be read: missing, not a WAV, corrupt or truncated."""
 

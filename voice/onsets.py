@@ -20,7 +20,11 @@ How it works, per microphone:
 * a CUSUM test for a power rise of `cusum_ratio_db` raises an alarm once its evidence (a
   log-likelihood ratio, in nats) exceeds `alarm_llr`; the onset is the sample where that
   evidence began to accumulate — the maximum-likelihood change point, to the sample;
-* hangover: an utterance ends after `end_silence_ms` without an active hop.
+* hangover: an utterance ends after `end_silence_ms` without an active hop, or after
+  `knock_silence_ms` when it is a knock: a sound of at most `knock_ms` with less than
+  `knock_speech_ms` of speech in it (cutlery, a card slapped down). A call right after a knock
+  then has its own onset, not the knock's, and the knock, not a call, is dropped by the
+  recogniser.
 
 Bleed (DESIGN principle 4): `confirm_ms` after a new onset on mic m, m is fitted as a sum of
 delayed, filtered, quieter copies of the mics already speaking (up to `max_bleed_paths` sources,
@@ -50,7 +54,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from voice.audio import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
+from voice.audio import (
+    PIPELINE_RATE_HZ,
+    SPEECH_FRAME,
+    AudioFrame,
+    AudioStreamError,
+    speech_like_frames,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,9 @@ class OnsetConfig:
 
     hop_ms: float = 5.0
     end_silence_ms: float = 300.0
+    knock_ms: float = 120.0
+    knock_silence_ms: float = 80.0
+    knock_speech_ms: float = 50.0
     pre_roll_ms: float = 100.0
     post_roll_ms: float = 100.0
     highpass_hz: float = 100.0
@@ -314,6 +327,9 @@ class OnsetDetector:
         per_ms = self.rate_hz / 1000
         self._hop = max(1, round(cfg.hop_ms * per_ms))
         self._end_silence = round(cfg.end_silence_ms * per_ms)
+        self._knock = round(cfg.knock_ms * per_ms)
+        self._knock_silence = round(cfg.knock_silence_ms * per_ms)
+        self._knock_speech = round(cfg.knock_speech_ms * per_ms)
         self._pre_roll = round(cfg.pre_roll_ms * per_ms)
         self._post_roll = min(self._end_silence, round(cfg.post_roll_ms * per_ms))
         self._confirm = round(cfg.confirm_ms * per_ms)
@@ -584,7 +600,9 @@ class OnsetDetector:
                 if held[ch]:
                     self._own_hops[ch] += 1
 
-                if e - self._last_active[ch] >= self._end_silence:
+                quiet_for = e - self._last_active[ch]
+                if quiet_for >= self._end_silence or (
+                        0 <= quiet_for - self._knock_silence < self._hop and self._knocked(ch)):
                     self._end(ch, events)
                 elif e - self._onset[ch] >= self._max_segment:
                     self._end(ch, events)  # a noise change, not a speech: relearn the floor
@@ -863,6 +881,16 @@ class OnsetDetector:
         events.append(SpeechEnd(seg))
         self._state[ch] = _State.IDLE
         self._reset_cusum(ch, self._done)
+
+    def _knocked(self, ch: int) -> bool:
+        """Whether the utterance on `ch` so far is a knock: its sound lasted no longer than
+        `knock_ms`, less than `knock_speech_ms` of it speech-like
+        (:func:`voice.audio.speech_like_frames`)."""
+        onset, last = self._onset[ch], self._last_active[ch]
+        if last - onset > self._knock:
+            return False
+        speech = speech_like_frames(self._raw.get(onset, last)[:, ch])
+        return int(speech.sum()) * SPEECH_FRAME < self._knock_speech
 
     def _outside_own_turned_down(self, ch: int, first: int, audio: np.ndarray) -> np.ndarray:
         """`audio` (mic `ch` from sample `first`) turned down outside its own sound, give or

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from voice.audio import SPEECH_FRAME, loud_frames, speech_like_frames
 from voice.grammar import Grammar, UnknownWord
 
 RATE_HZ = 16_000
@@ -108,7 +109,7 @@ class SphinxTuning:
     * `max_fit`: the words' mean acoustic cost per frame against the best senone of each frame
       (an unconstrained senone loop): chatter forced into a phrase fits it badly;
     * `max_speech_as_silence`: the share of speech-like frames (loud in the voice's band,
-      :func:`_speech_like`) the path explains as silence or filler: chatter partly matched
+      :func:`voice.audio.speech_like_frames`) the path explains as silence or filler: chatter partly matched
       leaves speech as "silence"; a knock on the table around a call is not speech left over;
     * `min_speech_ms`: how much of the audio must be speech-like: a knock of cutlery alone
       decodes as "pie" or "ann" as readily as chatter does.
@@ -130,48 +131,17 @@ class SphinxTuning:
         return cls(**fields)
 
 
-_LOUD_DB = 25.0
-"""A 10 ms frame is loud (speech, not pause) within this many dB of the utterance's loudest."""
-_FRAME = RATE_HZ // 100
+_FRAME = SPEECH_FRAME
 """PocketSphinx's frame: 10 ms (its default frame rate, which the model was trained at)."""
 _MARGIN_BEFORE, _MARGIN_AFTER = 5 * _FRAME, 10 * _FRAME
 """Audio kept before the first and after the last loud frame (a short pre-roll and tail)."""
-_VOICE_BINS = slice(1, 10)
-"""The voice's band, 100-900 Hz (the bins of a 10 ms frame's spectrum): its fundamental and
-first formant, where a vowel has most of its energy and a knock of cutlery little."""
-_VOICE_SHARE = 0.3
-"""A frame is speech-like when at least this share of its energy lies in the voice's band."""
-
-
-def _frames(samples: np.ndarray) -> np.ndarray:
-    n = samples.size // _FRAME
-    return samples[: n * _FRAME].astype(np.float64).reshape(n, _FRAME)
-
-
-def _within(energy: np.ndarray) -> np.ndarray:
-    db = 10 * np.log10(energy + 1e-12)
-    return db > db.max(initial=-np.inf) - _LOUD_DB
-
-
-def _loudness(samples: np.ndarray) -> np.ndarray:
-    """Which 10 ms frames of `samples` are loud (see :data:`_LOUD_DB`)."""
-    return _within(np.mean(_frames(samples) ** 2, axis=1))
-
-
-def _speech_like(samples: np.ndarray) -> np.ndarray:
-    """Which 10 ms frames of `samples` are loud speech: loud in the voice's band (within
-    :data:`_LOUD_DB` of its loudest there) and with :data:`_VOICE_SHARE` of their energy in it.
-    A knock on the table (broadband, ringing high) is loud, but not speech-like."""
-    spectrum = np.abs(np.fft.rfft(_frames(samples) * np.hanning(_FRAME), axis=1)) ** 2
-    voice = spectrum[:, _VOICE_BINS].sum(axis=1)
-    return _within(voice) & (voice >= _VOICE_SHARE * spectrum.sum(axis=1))
 
 
 def _trim(samples: np.ndarray) -> tuple[np.ndarray, int]:
     """`samples` cut to its loud part plus a fixed pre-roll and tail, and where the cut
     starts: the decoder then sees the same context whatever silence the caller left around a
     call, and its per-utterance normalisation is not diluted by long pauses."""
-    loud = np.flatnonzero(_loudness(samples))
+    loud = np.flatnonzero(loud_frames(samples))
     if loud.size == 0:
         return samples, 0
     start = max(0, int(loud[0]) * _FRAME - _MARGIN_BEFORE)
@@ -196,7 +166,7 @@ def decode_afresh(decoder: Any, samples: np.ndarray) -> None:
 @dataclass(frozen=True)
 class _Spoken:
     """One word of the best path: its timing, lattice posterior, acoustic cost against the
-    best senones, frames, and the share of its frames that are speech (:func:`_speech_like`)."""
+    best senones, frames, and the share of its frames that are speech (:func:`voice.audio.speech_like_frames`)."""
 
     word: Word
     posterior: float
@@ -229,7 +199,7 @@ class _SphinxStream:
         decode_afresh(d, audio)
         if d.hyp() is None:
             return Hypothesis.nothing()
-        speech = _speech_like(audio)
+        speech = speech_like_frames(audio)
         spoken: list[_Spoken] = []
         silent_speech = 0
         for seg in d.seg():
