@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import io
 import subprocess
 import sys
 import threading
@@ -74,6 +77,24 @@ def test_a_render_that_comes_back_empty_is_rendered_again(synth: Pyttsx3Synthesi
     with pytest.raises(SpeechUnavailable, match="rendered no audio for 'Maya first.'"):
         synth.render("Maya first.")
 
+
+def test_the_buffer_that_ends_a_line_is_kept(synth: Pyttsx3Synthesizer, tmp_path: Path) -> None:
+    """espeak-ng may hand over a line's last second of audio together with its end-of-message
+    event; pyttsx3's driver wrote its file before adding those samples, and a render lost its
+    end now and then (or everything: the empty renders). Here espeak-ng's callback is called
+    as espeak-ng would: the file holds the samples."""
+    from pyttsx3.drivers import _espeak
+
+    driver = synth._engine.proxy._driver  # type: ignore[attr-defined]
+    path = tmp_path / "last.wav"
+    driver._save_file, driver._speaking, driver._data_buffer = str(path), True, b""
+    samples = (ctypes.c_short * 22050)(*([1000] * 22050))
+    events = (_espeak.EVENT * 2)()
+    events[0].type, events[1].type = _espeak.EVENT_MSG_TERMINATED, _espeak.EVENT_LIST_TERMINATED
+    with contextlib.redirect_stdout(io.StringIO()):
+        _espeak.SynthCallback(samples, 22050, events)
+    assert sf.info(str(path)).frames == 22050
+    assert len(synth.render("Maya first.")) > PIPELINE_RATE_HZ // 4  # and it renders on
 
 @pytest.mark.parametrize("line", [
     "Dealing 5 desserts to each of Maya, Leo and Priya.",

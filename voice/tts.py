@@ -9,6 +9,7 @@ never takes its own voice for a player's call.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import os
 import queue
@@ -19,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -54,6 +55,7 @@ class Pyttsx3Synthesizer:
                 f"cannot start espeak-ng through pyttsx3 ({exc}); install it with "
                 "'apt-get install espeak-ng'"
             ) from exc
+        _keep_the_last_buffer(self._engine)
         self._lock = threading.Lock()
         self._engine.setProperty("rate", rate_wpm)
         if voice:
@@ -71,9 +73,9 @@ class Pyttsx3Synthesizer:
         raise SpeechUnavailable(f"no voice {name!r} (some known voices: {known}, ...)")
 
     TRIES = 3
-    """Renders of one line before giving up. pyttsx3's espeak driver collects the audio on
-    espeak-ng's own thread and races with the caller's loop: now and then the file it writes
-    holds no samples. Rendering again gets the line."""
+    """Renders of one line before giving up on a file with no samples: what pyttsx3's espeak
+    driver writes when the whole line came in the buffer it loses (see
+    :func:`_keep_the_last_buffer`), where that repair does not apply."""
 
     def render(self, text: str) -> np.ndarray:
         with self._lock, tempfile.TemporaryDirectory() as tmp:
@@ -88,6 +90,25 @@ class Pyttsx3Synthesizer:
                     continue
                 return np.ascontiguousarray(samples[:, 0], dtype=np.float32)
         raise SpeechUnavailable(f"espeak-ng rendered no audio for {text!r} in {self.TRIES} tries")
+
+
+def _keep_the_last_buffer(engine: Any) -> None:
+    """Repair pyttsx3's espeak driver (2.99): espeak-ng hands over the audio in buffers of up
+    to a second, and the driver writes its file on the end-of-message event before it adds the
+    samples of the buffer that event came with, so a render now and then loses its last
+    second, or everything. The callback registered here adds a buffer's samples first; a
+    driver without these internals is left as it is."""
+    driver: Any = getattr(getattr(engine, "proxy", None), "_driver", None)
+    if not all(hasattr(driver, name) for name in ("_onSynth", "_data_buffer", "_speaking")):
+        return
+    from pyttsx3.drivers import _espeak
+
+    def on_synth(wav: Any, numsamples: int, events: Any) -> int:
+        if numsamples > 0 and driver._speaking:
+            driver._data_buffer += ctypes.string_at(wav, numsamples * ctypes.sizeof(ctypes.c_short))
+        return int(driver._onSynth(wav, 0, events))
+
+    _espeak.SetSynthCallback(on_synth)
 
 
 class EspeakSynthesizer:
