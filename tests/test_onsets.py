@@ -389,9 +389,10 @@ def test_a_call_right_after_a_knock_has_its_own_onset(seed: int) -> None:
 def test_a_call_that_opens_on_a_hiss_is_not_taken_for_a_knock(text: str) -> None:
     """"s", "st", "f": no voice in them and a closure after, like a knock; the vowel behind
     keeps the utterance whole, with its onset at the hiss."""
+    room = 1e-3 * np.random.default_rng(0).standard_normal((2 * PIPELINE_RATE_HZ, 1))
     for voice in ("en-us", "en-gb", "en-us+f3"):
         call = synth(text, voice)
-        audio = (1e-3 * np.random.default_rng(0).standard_normal((2 * PIPELINE_RATE_HZ, 1))).astype(np.float32)
+        audio = room.astype(np.float32)
         audio[8000 : 8000 + call.size, 0] += call[: audio.shape[0] - 8000]
         events, _ = detect(audio)
         assert [round(e.onset_s, 2) for e in starts(events)] == [0.5], (voice, starts(events))

@@ -35,6 +35,8 @@ VOICE_BINS = slice(1, 10)
 first formant, where a vowel has most of its energy and a knock of cutlery little."""
 VOICE_SHARE = 0.3
 """A frame is speech-like when at least this share of its energy lies in the voice's band."""
+MIN_SPEECH_MS = 50.0
+"""A call holds at least this much speech-like sound; less is a knock or a click, not a call."""
 
 
 def _frames(samples: np.ndarray) -> np.ndarray:
@@ -59,6 +61,7 @@ def speech_like_frames(samples: np.ndarray) -> np.ndarray:
     spectrum = np.abs(np.fft.rfft(_frames(samples) * np.hanning(SPEECH_FRAME), axis=1)) ** 2
     voice = spectrum[:, VOICE_BINS].sum(axis=1)
     return _within(voice) & (voice >= VOICE_SHARE * spectrum.sum(axis=1))
+
 
 class AudioFileError(ValueError):
     """A WAV file that cannot be read: missing, not a WAV, corrupt or truncated."""

@@ -22,7 +22,7 @@ How it works, per microphone:
   evidence began to accumulate — the maximum-likelihood change point, to the sample;
 * hangover: an utterance ends after `end_silence_ms` without an active hop, or after
   `knock_silence_ms` when it is a knock: a sound of at most `knock_ms` with less than
-  `knock_speech_ms` of speech in it (cutlery, a card slapped down). A call right after a knock
+  `knock_speech_ms` of speech in it (cutlery on a plate). A call right after a knock
   then has its own onset, not the knock's, and the knock, not a call, is dropped by the
   recogniser.
 
@@ -55,6 +55,7 @@ from typing import NamedTuple
 import numpy as np
 
 from voice.audio import (
+    MIN_SPEECH_MS,
     PIPELINE_RATE_HZ,
     SPEECH_FRAME,
     AudioFrame,
@@ -94,7 +95,7 @@ class OnsetConfig:
     end_silence_ms: float = 300.0
     knock_ms: float = 120.0
     knock_silence_ms: float = 80.0
-    knock_speech_ms: float = 50.0
+    knock_speech_ms: float = MIN_SPEECH_MS
     pre_roll_ms: float = 100.0
     post_roll_ms: float = 100.0
     highpass_hz: float = 100.0

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from voice.audio import SPEECH_FRAME, loud_frames, speech_like_frames
+from voice.audio import MIN_SPEECH_MS, SPEECH_FRAME, loud_frames, speech_like_frames
 from voice.grammar import Grammar, UnknownWord
 
 RATE_HZ = 16_000
@@ -109,8 +109,8 @@ class SphinxTuning:
     * `max_fit`: the words' mean acoustic cost per frame against the best senone of each frame
       (an unconstrained senone loop): chatter forced into a phrase fits it badly;
     * `max_speech_as_silence`: the share of speech-like frames (loud in the voice's band,
-      :func:`voice.audio.speech_like_frames`) the path explains as silence or filler: chatter partly matched
-      leaves speech as "silence"; a knock on the table around a call is not speech left over;
+      :func:`voice.audio.speech_like_frames`) the path explains as silence or filler: chatter
+      partly matched leaves speech as "silence"; a knock around a call is not speech left over;
     * `min_speech_ms`: how much of the audio must be speech-like: a knock of cutlery alone
       decodes as "pie" or "ann" as readily as chatter does.
 
@@ -120,7 +120,7 @@ class SphinxTuning:
     min_posterior: float = 0.5
     max_fit: float = 5.0
     max_speech_as_silence: float = 0.05
-    min_speech_ms: float = 50.0
+    min_speech_ms: float = MIN_SPEECH_MS
     config: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
@@ -166,7 +166,8 @@ def decode_afresh(decoder: Any, samples: np.ndarray) -> None:
 @dataclass(frozen=True)
 class _Spoken:
     """One word of the best path: its timing, lattice posterior, acoustic cost against the
-    best senones, frames, and the share of its frames that are speech (:func:`voice.audio.speech_like_frames`)."""
+    best senones, frames, and the share of its frames that are speech
+    (:func:`voice.audio.speech_like_frames`)."""
 
     word: Word
     posterior: float
@@ -176,7 +177,7 @@ class _Spoken:
 
 
 _FADING_SPEECH_SHARE = 0.5
-"""A last word with fewer of its frames speech than this is the call fading (see `_fading_tail`)."""
+"""A last word with fewer of its frames speech than this is the call fading (`_fading_tail`)."""
 
 
 class _SphinxStream:
@@ -219,10 +220,11 @@ class _SphinxStream:
         posterior = min((w.posterior for w in spoken), default=1.0)
         frames = sum(w.frames for w in spoken)
         fit = sum(w.cost for w in spoken) / frames if frames else math.inf
-        speech_as_silence = silent_speech / max(1, int(speech.sum()))
+        speech_frames = int(speech.sum())
+        speech_as_silence = silent_speech / max(1, speech_frames)
         ok = (posterior >= tuning.min_posterior and fit <= tuning.max_fit
               and speech_as_silence <= tuning.max_speech_as_silence
-              and speech.sum() * _FRAME >= tuning.min_speech_ms * RATE_HZ / 1000)
+              and speech_frames * _FRAME >= tuning.min_speech_ms * RATE_HZ / 1000)
         words = tuple(w.word for w in spoken)
         return _judge(self._grammar, [w for w, _, _ in words], words, posterior, ok)
 
