@@ -76,6 +76,16 @@ def test_british_and_caribbean_vowels_are_heard(voice: str) -> None:
         assert hyp.understood and hyp.text == text, (voice, text, hyp.text)
 
 
+@pytest.mark.parametrize("voice", ["en", "en-gb", "en+m3"])
+def test_a_call_that_stops_short_still_ends_its_phrase(voice: str) -> None:
+    """With little room after the last word, the decoder's best path stopped inside a phrase:
+    these voices' "pass" came out as "got", the start of "got it", at both speeds."""
+    g = game_grammar("desserts", ["Ann", "Bob", "Cat"])
+    for speed in (165, 190):
+        hyp = sphinx().decode(speak("pass", voice, speed), g)
+        assert hyp.understood and hyp.text == "pass", (speed, hyp.text)
+
+
 @pytest.mark.parametrize("voice", [("en-gb", 140, 30), ("en-gb", 170, 50), ("en-gb", 200, 70),
                                    ("en+m3", 140, 30)])
 def test_a_word_hung_on_the_fading_end_of_a_call_is_dropped(voice: tuple[str, int, int]) -> None:
