@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.decks import chaosteria, desserts, poutine
 from scripts.scenes import CHATTER, clatter_hit
+from voice.audio import frame_power
 from voice.grammar import Grammar, game_grammar
 from voice.recognize import Recognizer, SphinxTuning, create_recognizer
 from voice.tts import EspeakSynthesizer
@@ -74,8 +75,7 @@ def babble() -> np.ndarray:
 
 def frame_peak(x: np.ndarray) -> float:
     """The power of the loudest 10 ms of `x`."""
-    n = x.size // 160
-    return float(np.max(np.mean(x[: n * 160].astype(np.float64).reshape(n, 160) ** 2, axis=1)))
+    return float(frame_power(x).max())
 
 
 def scene(x: np.ndarray, noise: str, seed: int) -> np.ndarray:

@@ -49,9 +49,14 @@ def _within(energy: np.ndarray) -> np.ndarray:
     return db > db.max(initial=-np.inf) - LOUD_DB
 
 
+def frame_power(samples: np.ndarray) -> np.ndarray:
+    """The power (mean square) of each 10 ms frame of mono `samples` (16 kHz)."""
+    return np.mean(_frames(samples) ** 2, axis=1)
+
+
 def loud_frames(samples: np.ndarray) -> np.ndarray:
     """Which 10 ms frames of mono `samples` (16 kHz) are loud (see :data:`LOUD_DB`)."""
-    return _within(np.mean(_frames(samples) ** 2, axis=1))
+    return _within(frame_power(samples))
 
 
 def speech_like_frames(samples: np.ndarray) -> np.ndarray:
