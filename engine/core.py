@@ -10,13 +10,14 @@ history reproduce a game exactly (:func:`replay`).
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 # --- errors --------------------------------------------------------------------
 
@@ -279,6 +280,16 @@ class GameState(ABC, Generic[C]):
         except IllegalAction:
             return False
         return self.outcome is None and action.t >= self.t
+
+    def at(self, t: float) -> Self:
+        """The game as it will be at ``t`` if nobody acts before: this state when no timer is
+        due by then, else a copy with time run on (this one unchanged)."""
+        due = self._next_deadline()
+        if due is None or due > t or t < self.t:
+            return self
+        ahead = copy.deepcopy(self)
+        ahead.tick(t)
+        return ahead
 
     @property
     def finished(self) -> bool:

@@ -11,8 +11,14 @@ are decoded against every game's grammar too. Chatter is decoded
 against all three game grammars; the tune split uses this script's chatter, the held-out split
 the scene generator's list.
 
+With --moments, calls and chatter are decoded where one player may say less than the whole
+game allows (Just Desserts before anyone calls, and for the winner who serves; a cook in Miss
+Poutine) with that player's grammar of the moment, and again with the whole game's grammar:
+chatter counts there only when it is taken for something the player may say.
+
     .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|both]
         [--noise clean|babble|clatter|all] [--per-game N] [--tuning JSON] [--backend sphinx]
+        [--moments]
 """
 
 from __future__ import annotations
@@ -25,14 +31,18 @@ from dataclasses import dataclass
 from functools import cache
 from multiprocessing import Pool
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine.core import GameState
 from engine.decks import chaosteria, desserts, poutine
+from engine.desserts import GotIt
 from scripts.scenes import CHATTER, clatter_hit
 from voice.audio import frame_power
+from voice.games import lookup
 from voice.grammar import Grammar, game_grammar
 from voice.recognize import Recognizer, SphinxTuning, create_recognizer
 from voice.tts import EspeakSynthesizer
@@ -142,6 +152,41 @@ def grammars() -> dict[str, Grammar]:
     return {g: game_grammar(g, PLAYERS) for g in ("desserts", "poutine", "chaosteria")}
 
 
+@cache
+def moments() -> dict[str, tuple[str, Grammar]]:
+    """Moments at which one player (Ann) may say less than the game's whole grammar: her
+    grammar of the moment, the other players' phrases as its rivals, by moment name, with
+    the game it is of."""
+    def opened(name: str) -> GameState[Any]:
+        game = lookup(name)
+        return game.new_game(game.make_config(PLAYERS, {}, {}), 1)
+
+    calling = opened("desserts")
+    t = calling.announced_t + 1.0  # type: ignore[attr-defined]
+    serving = opened("desserts")
+    serving.apply(GotIt("Ann", t))
+    states = {"desserts, calling": ("desserts", calling),
+              "desserts, serving": ("desserts", serving.at(t + 1.0)),
+              "poutine, cooking": ("poutine", opened("poutine"))}
+    return {m: (g, game_grammar(g, PLAYERS, state, "Ann")) for m, (g, state) in states.items()}
+
+
+def targets(by_moment: bool) -> dict[str, tuple[Grammar, Grammar]]:
+    """What calls and chatter are decoded with, and what the player may say there, by name:
+    each game's whole grammar; or each moment's grammar and, beside it, the whole game's,
+    judged by what the moment allows."""
+    if not by_moment:
+        return {g: (grammar, grammar) for g, grammar in grammars().items()}
+    out: dict[str, tuple[Grammar, Grammar]] = {}
+    for m, (game, grammar) in moments().items():
+        out[m] = (grammar, grammar)
+        out[f"{m} ({WHOLE})"] = (grammars()[game], grammar)
+    return out
+
+
+WHOLE = "whole game"
+"""The whole game's grammar used where a moment's would be (`--moments`)."""
+
 _RECOGNIZER: list[Recognizer] = []
 
 
@@ -150,16 +195,20 @@ def _init(backend: str, tuning: str) -> None:
     _RECOGNIZER.append(create_recognizer(backend, **options))
     for g in grammars().values():
         _RECOGNIZER[0].prepare(g)
+    for _, g in moments().values():
+        _RECOGNIZER[0].prepare(g)
 
 
 @dataclass(frozen=True)
 class Result:
-    """One voice in one noise condition: its misheard or rejected calls, its accepted
-    chatter, and each decode's finish latency in seconds."""
+    """One voice in one noise condition with one kind of grammar: its misheard or rejected
+    calls, its chatter taken for something the player may say, and each decode's finish
+    latency in seconds."""
 
     voice: str
     noise: str
     split: str
+    grammar: str
     calls: int
     errors: tuple[str, ...]
     chatter: int
@@ -167,32 +216,46 @@ class Result:
     latency_s: tuple[float, ...]
 
 
-def run_voice(job: tuple[tuple[str, int, int], str, str, int]) -> Result:
+def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Result]:
     """Decode one voice's calls and chatter in one noise condition, streaming in 20 ms
     blocks; latency is from the last block fed to the finished hypothesis."""
-    voice, noise, split, per_game = job
+    voice, noise, split, per_game, by_moment = job
     rec = _RECOGNIZER[0]
     rng = np.random.default_rng(zlib.crc32(repr(voice).encode()))  # the same calls every run
     chatter = TUNE_CHATTER if split == "tune" else CHATTER
-    items = [(g, p, True) for g, ps in commands().items()
-             for p in (ps if per_game <= 0 else rng.choice(ps, min(per_game, len(ps)), False))]
-    items += [(g, c.lower(), False) for c in chatter for g in grammars()]
-    errors, accepts, latency = [], [], []
-    for i, (game, text, in_grammar) in enumerate(items):
-        audio = scene(speech(text, voice), noise, i)
-        stream = rec.stream(grammars()[game])
-        for block in np.array_split(audio, max(1, audio.size // 320)):
-            stream.feed(block)
-        t0 = time.perf_counter()
-        hyp = stream.finish()
-        latency.append(time.perf_counter() - t0)
-        if in_grammar and not (hyp.understood and hyp.text == text):
-            errors.append(f"{game}: {text} -> {hyp.text!r}{'' if hyp.understood else ' (rejected)'}")
-        if not in_grammar and hyp.understood:
-            accepts.append(f"{game}: {text} -> {hyp.text!r}")
-    n_calls = sum(1 for *_, g in items if g)
-    return Result("/".join(map(str, voice)), noise, split, n_calls, tuple(errors),
-                  len(items) - n_calls, tuple(accepts), tuple(latency))
+    decoded = targets(by_moment)
+    names = [n for n in decoded if WHOLE not in n]  # a moment's whole game: the same audio
+    items: list[tuple[str, str, bool]] = []
+    for name in names:
+        allowed = decoded[name][1]
+        ps = [p for p in commands()[name.split(",")[0]] if allowed.match(p.split()).cost == 0]
+        picked = ps if per_game <= 0 else rng.choice(ps, min(per_game, len(ps)), False)
+        items += [(name, p, True) for p in picked]
+    items += [(name, c.lower(), False) for c in chatter for name in names]
+    results = []
+    for kind in ((MOMENT, WHOLE) if by_moment else ("game",)):
+        errors, accepts, latency = [], [], []
+        for i, (name, text, in_grammar) in enumerate(items):
+            grammar, allowed = decoded[name if kind != WHOLE else f"{name} ({WHOLE})"]
+            audio = scene(speech(text, voice), noise, i)
+            stream = rec.stream(grammar)
+            for block in np.array_split(audio, max(1, audio.size // 320)):
+                stream.feed(block)
+            t0 = time.perf_counter()
+            hyp = stream.finish()
+            latency.append(time.perf_counter() - t0)
+            said = hyp.understood and allowed.match(hyp.text.split()).cost == 0
+            if in_grammar and not (said and hyp.text == text):
+                errors.append(f"{name}: {text} -> {hyp.text!r}{'' if said else ' (rejected)'}")
+            if not in_grammar and said:
+                accepts.append(f"{name}: {text} -> {hyp.text!r}")
+        n_calls = sum(1 for *_, g in items if g)
+        results.append(Result("/".join(map(str, voice)), noise, split, kind, n_calls,
+                              tuple(errors), len(items) - n_calls, tuple(accepts), tuple(latency)))
+    return results
+
+
+MOMENT = "moment"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,33 +267,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tuning", default="{}", help="SphinxTuning fields as JSON")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="list every error")
+    parser.add_argument(
+        "--moments", action="store_true",
+        help="decode with one player's grammar of the moment (the others' phrases as rivals) "
+        "where it is narrower than the game's, and beside it with the whole game's grammar; "
+        "chatter counts only when taken for something the player may say then")
     args = parser.parse_args(argv)
     splits = ("tune", "heldout") if args.split == "both" else (args.split,)
     noises = NOISES if args.noise == "all" else (args.noise,)
-    jobs = [(v, n, s, args.per_game) for s in splits for n in noises
+    jobs = [(v, n, s, args.per_game, args.moments) for s in splits for n in noises
             for v in (TUNE if s == "tune" else HELD_OUT)]
     with Pool(args.jobs, _init, (args.backend, args.tuning)) as pool:
-        results = pool.map(run_voice, jobs)
+        results = [r for rs in pool.map(run_voice, jobs) for r in rs]
         knocked = pool.map(knocks_accepted, range(KNOCK_CLIPS)) if "clatter" in noises else []
-    print(f"{'split':8s}{'noise':8s}{'voice':24s}{'calls ok':>12s}{'chatter acc':>14s}")
+    kinds = tuple(dict.fromkeys(r.grammar for r in results))
+    print(f"{'split':8s}{'noise':8s}{'grammar':12s}{'voice':24s}{'calls ok':>12s}"
+          f"{'chatter acc':>14s}")
     for r in results:
-        print(f"{r.split:8s}{r.noise:8s}{r.voice:24s}{r.calls - len(r.errors):6d}/{r.calls:<5d}"
-              f"{len(r.accepts):8d}/{r.chatter:<5d}")
+        print(f"{r.split:8s}{r.noise:8s}{r.grammar:12s}{r.voice:24s}"
+              f"{r.calls - len(r.errors):6d}/{r.calls:<5d}{len(r.accepts):8d}/{r.chatter:<5d}")
         if args.verbose:
             for line in r.errors + r.accepts:
                 print("    " + line)
     print()
     for s in splits:
         for n in noises:
-            rs = [r for r in results if r.split == s and r.noise == n]
-            calls = sum(r.calls for r in rs)
-            ok = calls - sum(len(r.errors) for r in rs)
-            chat = sum(r.chatter for r in rs)
-            acc = sum(len(r.accepts) for r in rs)
-            lat = np.concatenate([r.latency_s for r in rs]) * 1000
-            print(f"{s:8s}{n:8s} command accuracy {100 * ok / calls:5.1f}% ({ok}/{calls})  "
-                  f"chatter accepted {100 * acc / chat:4.1f}% ({acc}/{chat})  "
-                  f"finish latency mean {lat.mean():.0f} ms p95 {np.percentile(lat, 95):.0f} ms")
+            for kind in kinds:
+                rs = [r for r in results if r.split == s and r.noise == n and r.grammar == kind]
+                calls = sum(r.calls for r in rs)
+                ok = calls - sum(len(r.errors) for r in rs)
+                chat = sum(r.chatter for r in rs)
+                acc = sum(len(r.accepts) for r in rs)
+                lat = np.concatenate([r.latency_s for r in rs]) * 1000
+                label = "" if kind == "game" else f"{kind:12s}"
+                print(f"{s:8s}{n:8s}{label} command accuracy {100 * ok / calls:5.1f}% "
+                      f"({ok}/{calls})  chatter accepted {100 * acc / chat:4.1f}% ({acc}/{chat})  "
+                      f"finish latency mean {lat.mean():.0f} ms "
+                      f"p95 {np.percentile(lat, 95):.0f} ms")
     if knocked:
         accepted = [line for clip in knocked for line in clip]
         n = KNOCK_CLIPS * len(grammars())

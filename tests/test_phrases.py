@@ -11,6 +11,7 @@ import pytest
 from engine import chaosteria, desserts, poutine
 from engine.core import GameState
 from voice.games import GAMES
+from voice.grammar import NothingToSay, game_grammar
 from voice.intents import UnparseableUtterance
 
 PLAYERS = ("Ann", "Bob", "Cat")
@@ -46,7 +47,7 @@ STATES = {
 def test_every_phrase_the_grammar_allows_is_understood(moment: str) -> None:
     game = GAMES[moment.split("-")[0]]
     state = STATES[moment]()
-    templates, slots = game.phrases(PLAYERS, state)
+    templates, slots = game.phrases(PLAYERS, state, None)
     rng = random.Random(7)
     for template in templates:
         for _ in range(25):
@@ -59,6 +60,39 @@ def test_every_phrase_the_grammar_allows_is_understood(moment: str) -> None:
 
 def test_the_kitchen_narrows_what_can_be_named() -> None:
     state = chaosteria_serving()
-    templates, slots = GAMES["chaosteria"].phrases(PLAYERS, state)
+    templates, slots = GAMES["chaosteria"].phrases(PLAYERS, state, None)
     assert set(slots["dish"]) == {*state.kitchen, *([state.plate] if state.plate else [])}
     assert not any("{order}" in t for t in templates)
+
+
+def test_each_player_may_say_only_what_the_rules_let_them_now() -> None:
+    """Just Desserts: before anyone calls, calls only; once Ann has won the call she serves,
+    Bob (who called too) waits, and Cat may still call. Each player's grammar keeps what the
+    others may say as its rivals."""
+    state = desserts.new_game(desserts.DessertsConfig(PLAYERS), 1)
+    t = state.announced_t + 1.0
+    calls = ("got it", "i got it", "pass", "i pass")
+    assert GAMES["desserts"].phrases(PLAYERS, state, "Ann")[0] == calls
+    state.apply(desserts.GotIt("Ann", t))
+    later = state.at(t + 0.1)  # the verdict is due: Ann serves
+    assert state.phase == "verdict pending" and later.phase == "serving"
+    later.apply(desserts.GotIt("Bob", t + 0.2))
+    ann = game_grammar("desserts", PLAYERS, later, "Ann")
+    assert ann.match(["brownie", "and", "sorbet"]).cost == 0
+    assert ann.match(["got", "it"]).cost > 0
+    assert ann.rivals is not None and ann.rivals.match(["got", "it"]).cost == 0
+    with pytest.raises(NothingToSay):
+        game_grammar("desserts", PLAYERS, later, "Bob")
+    assert GAMES["desserts"].phrases(PLAYERS, later, "Cat")[0] == calls
+    assert game_grammar("desserts", PLAYERS, later).rivals is None  # everyone's: no rivals
+
+
+def test_a_cook_offers_items_and_a_waitress_takes_them() -> None:
+    """Miss Poutine: with the app's waitresses every player cooks; a player waitress takes
+    offers by "take it" or the cook's name, and offers nothing."""
+    house = poutine.new_game(poutine.PoutineConfig(PLAYERS), 1)
+    assert GAMES["poutine"].phrases(PLAYERS, house, "Ann")[0] == ("{item}", "stop")
+    four = (*PLAYERS, "Dan")
+    tables = poutine.new_game(poutine.PoutineConfig(four, waitresses=("Cat", "Dan")), 1)
+    assert GAMES["poutine"].phrases(four, tables, "Cat")[0] == ("stop", "take it", "{player}")
+    assert GAMES["poutine"].phrases(four, tables, "Ann")[0] == ("{item}", "stop")

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from engine.decks import chaosteria, desserts, poutine
+from engine.desserts import DessertsConfig
+from engine.desserts import new_game as new_desserts_game
 from tests.scenes import synth
 from voice.grammar import Grammar, UnknownWord, game_grammar
 from voice.models import locate
@@ -176,6 +178,20 @@ def test_table_chatter_is_not_understood(game: str) -> None:
     g = game_grammar(game, ["Ann", "Bob"])
     accepted = [(t, h.text) for t in CHATTER if (h := sphinx().decode(speak(t), g)).understood]
     assert accepted == []
+
+
+@pytest.mark.parametrize("voice", ["en-us", "en-gb", "en-us+f3"])
+def test_what_only_others_may_say_now_is_not_taken_for_a_call(voice: str) -> None:
+    """Before anyone calls a guest, Ann may say only "got it" or "pass". A dessert or
+    "favorite" (what a server or a trumper says) must not come out as her call: the game's
+    other phrases stay in her grammar as its rivals. Without them every one of these was
+    heard as "got it" or "i got it"."""
+    state = new_desserts_game(DessertsConfig(("Ann", "Bob", "Cat")), 1)
+    grammar = game_grammar("desserts", ["Ann", "Bob", "Cat"], state, "Ann")
+    heard = {t: sphinx().decode(speak(t, voice), grammar)
+             for t in ("got it", "pass", "brownie", "sorbet", "favorite")}
+    assert {t: h.text for t, h in heard.items() if h.understood} == {"got it": "got it",
+                                                                      "pass": "pass"}
 
 
 def test_unknown_backend() -> None:

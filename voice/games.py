@@ -34,8 +34,9 @@ class GameBinding:
     make_config: Callable[[tuple[str, ...], dict[str, tuple[str, ...]], Options], Any]
     new_game: Callable[[Any, int], GameState[Any]]
     parse: Callable[[str, str, float, Any], Action]
-    phrases: Callable[[tuple[str, ...], Any], Phrases]
-    """What can be said now (templates and slots): the recogniser's grammar of the moment."""
+    phrases: Callable[[tuple[str, ...], Any, str | None], Phrases]
+    """What can be said now (templates and slots), by one player when one is named: the
+    recogniser's grammar of the moment."""
     awaited: Callable[[Any], tuple[str, ...]]
     """The players whose words the game waits for now (a serve, an answer): one of them not
     understood is asked to say it again."""

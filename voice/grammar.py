@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from itertools import product
 from pathlib import Path
@@ -71,6 +71,11 @@ class Grammar:
 
     templates: tuple[tuple[str, ...], ...]
     slots: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()
+    rivals: Grammar | None = None
+    """Phrases that are not this grammar's but may be heard instead: what other players may
+    say at this moment. A recogniser that can weigh phrases listens for them too, far below
+    the grammar's own, so speech that is neither has somewhere to go; a rival heard is not
+    understood (:meth:`match` knows only the grammar's own phrases)."""
 
     @classmethod
     def create(
@@ -97,7 +102,11 @@ class Grammar:
         return cls(templates, tuple(sorted((n, a) for n, a in slot_defs.items() if n in used)))
 
     def __repr__(self) -> str:
-        return f"Grammar.create({self.phrase_templates!r}, {dict(self.slot_map)!r})"
+        rivals = "" if self.rivals is None else f".with_rivals({self.rivals!r})"
+        return f"Grammar.create({self.phrase_templates!r}, {dict(self.slot_map)!r}){rivals}"
+
+    def with_rivals(self, rivals: Grammar) -> Grammar:
+        return replace(self, rivals=rivals)
 
     @property
     def phrase_templates(self) -> tuple[str, ...]:
@@ -376,19 +385,36 @@ def load_phrases(path: str | Path, players: Sequence[str] = ()) -> Grammar:
     return parse_phrases(text, players, source=str(path))
 
 
-def game_grammar(game: str, players: Sequence[str], state: Any = None) -> Grammar:
+class NothingToSay(GrammarError):
+    """The rules let the player say nothing at this moment."""
+
+
+def game_grammar(game: str, players: Sequence[str], state: Any = None,
+                 player: str | None = None) -> Grammar:
     """What can be said in ``game`` now: the phrases its intents allow (the grammar of the
-    moment when ``state`` is given), with ``players`` as ``{player}``."""
+    moment when ``state`` is given), with ``players`` as ``{player}``. With ``player`` too,
+    only what they may say, and what the others may say as its rivals. Raises
+    :class:`NothingToSay` when that is nothing."""
     from voice.games import UnknownGame, lookup
 
     try:
-        templates, slots = lookup(game).phrases(tuple(players), state)
+        phrases = lookup(game).phrases
     except UnknownGame as exc:
         raise GrammarError(str(exc)) from None
-    return _cached_grammar(templates, tuple((k, tuple(v)) for k, v in sorted(slots.items())))
+    templates, slots = phrases(tuple(players), state, player)
+    if not templates:
+        raise NothingToSay(f"{player} may say nothing in {game} now")
+    rivals: tuple[str, ...] = ()
+    if player is not None:
+        everyone, _ = phrases(tuple(players), state, None)
+        rivals = tuple(t for t in everyone if t not in templates)
+    ordered = tuple((k, tuple(v)) for k, v in sorted(slots.items()))
+    return _cached_grammar(templates, ordered, rivals)
 
 
-@lru_cache(maxsize=64)
-def _cached_grammar(templates: tuple[str, ...], slots: tuple[tuple[str, tuple[str, ...]], ...]) -> Grammar:
+@lru_cache(maxsize=256)
+def _cached_grammar(templates: tuple[str, ...], slots: tuple[tuple[str, tuple[str, ...]], ...],
+                    rivals: tuple[str, ...] = ()) -> Grammar:
     """Grammars are built again and again as a game moves between a few moments."""
-    return Grammar.create(templates, dict(slots))
+    grammar = Grammar.create(templates, dict(slots))
+    return grammar.with_rivals(Grammar.create(rivals, dict(slots))) if rivals else grammar

@@ -6,10 +6,12 @@ with :func:`register_backend`. Heavy imports (pocketsphinx, vosk) happen inside 
 Out-of-grammar speech must come back *not understood* (DESIGN principle 5):
 
 * ``sphinx`` decodes with a finite-state grammar of exactly the allowed phrases (the minimal
-  word graph, one path per phrase) and judges the best path by its lattice posterior, its
-  acoustic fit and how much speech it leaves unexplained (see :class:`SphinxTuning`).
-* ``vosk`` decodes with the phrase list plus ``[unk]`` where the model has it; a result
-  containing ``[unk]`` or not exactly an allowed phrase is not understood.
+  word graph, one path per phrase), with the grammar's rivals beside it, far less likely
+  (:attr:`SphinxTuning.rival_weight`), and judges the best path by its lattice posterior,
+  its acoustic fit and how much speech it leaves unexplained (see :class:`SphinxTuning`).
+* ``vosk`` decodes with the phrase list plus ``[unk]`` where the model has it (its rival for
+  everything else: a phrase list cannot weigh rivals); a result containing ``[unk]`` or not
+  exactly an allowed phrase is not understood.
 
 In both, the words heard are matched against the grammar with a word edit cost; only an exact
 match (cost 0) counts as understood.
@@ -29,7 +31,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from voice.audio import MIN_SPEECH_MS, SPEECH_FRAME, loud_frames, speech_like_frames
-from voice.grammar import Grammar, UnknownWord
+from voice.grammar import Fsg, Grammar, UnknownWord
 
 RATE_HZ = 16_000
 Word = tuple[str, float, float]
@@ -122,6 +124,9 @@ class SphinxTuning:
     max_fit: float = 5.0
     max_speech_as_silence: float = 0.1
     min_speech_ms: float = MIN_SPEECH_MS
+    rival_weight: float = 1e-6
+    """How much less likely a grammar's rivals (:attr:`voice.grammar.Grammar.rivals`) are
+    than its own phrases; 0 leaves them out."""
     config: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
@@ -249,6 +254,19 @@ class _SphinxStream:
         return self._grammar.match(heard).cost > 0 and self._grammar.match(heard[:-1]).cost == 0
 
 
+def _arcs(fsg: Fsg, start: int, final: int, offset: int = 0,
+          weight: float = 1.0) -> list[tuple[Any, ...]]:
+    """A word graph's arcs as PocketSphinx's ``create_fsg`` takes them: its start and final
+    states renamed ``start`` and ``final``, the others shifted by ``offset``, and the arcs
+    out of its start at probability ``weight``."""
+
+    def state(s: int) -> int:
+        return start if s == fsg.start else final if s == fsg.final else s + offset
+
+    return [(state(s), state(t), weight if s == fsg.start else 1.0, *(() if w is None else (w,)))
+            for s, t, w in fsg.transitions]
+
+
 def _pronunciations(decoder: Any, word: str) -> list[str]:
     """Every pronunciation the decoder's dictionary has for `word` ("word", "word(2)", …)."""
     found: list[str] = []
@@ -292,13 +310,13 @@ class SphinxRecognizer:
     def _search_name(grammar: Grammar) -> str:
         return f"g{hash(grammar) & 0xFFFFFFFF:08x}"
 
-    def _spell(self, decoder: Any, grammar: Grammar) -> None:
-        """Words of `grammar` this decoder has not met: those the dictionary lacks spelled by
-        espeak-ng, and each one's accent variants (:func:`voice.pronounce.accent_variants`)
-        as alternative pronunciations."""
+    def _spell(self, decoder: Any, words: frozenset[str]) -> None:
+        """Words this decoder has not met: those the dictionary lacks spelled by espeak-ng,
+        and each one's accent variants (:func:`voice.pronounce.accent_variants`) as
+        alternative pronunciations."""
         from voice.pronounce import accent_variants, pronounce
 
-        new = sorted(grammar.words - self._local.spelled)
+        new = sorted(words - self._local.spelled)
         missing = [w for w in new if decoder.lookup_word(w) is None]
         generated = {w: " ".join(p) for w, p in pronounce(missing).items()}
         for word in new:
@@ -321,10 +339,14 @@ class SphinxRecognizer:
         name = self._search_name(grammar)
         if name in self._local.searches:
             return
-        self._spell(decoder, grammar)
-        fsg = grammar.fsg
-        arcs = [(s, t, 1.0, w) if w is not None else (s, t, 1.0) for s, t, w in fsg.transitions]
-        decoder.add_fsg(name, decoder.create_fsg(name, fsg.start, fsg.final, arcs))
+        weight = self.tuning.rival_weight
+        rivals = grammar.rivals if weight > 0 else None
+        self._spell(decoder, grammar.words | (rivals.words if rivals else frozenset()))
+        own = grammar.fsg
+        arcs = _arcs(own, own.start, own.final)
+        if rivals is not None:  # beside it, from the same start to the same final state
+            arcs += _arcs(rivals.fsg, own.start, own.final, offset=own.n_states, weight=weight)
+        decoder.add_fsg(name, decoder.create_fsg(name, own.start, own.final, arcs))
         self._local.searches.add(name)
 
     def stream(self, grammar: Grammar) -> Stream:

@@ -25,7 +25,7 @@ from engine.core import Event
 from voice.arbiter import Arbiter, Utterance
 from voice.audio import AudioFrame
 from voice.echo import EchoCanceller
-from voice.grammar import Grammar
+from voice.grammar import Grammar, NothingToSay, game_grammar
 from voice.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognize import Hypothesis, Recognizer
 from voice.referee import Referee
@@ -166,8 +166,7 @@ class TableLoop:
         self.referee = referee
         self.recognizer = recognizer
         self.players = tuple(players)
-        self.grammar = self._grammar_now()
-        recognizer.prepare(self.grammar)
+        self._prepare()
         self.ears = Ears(len(self.players), app_channel, calibration)
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
@@ -248,19 +247,20 @@ class TableLoop:
         watermark = self.game_time(min([self.ears.settled_s, *(onset for onset, _ in self._open)]))
         if watermark is not None and watermark > self.referee.state.t:
             out += self.referee.tick(watermark)
-        if any(isinstance(item, Event) for item in out):  # the game moved: the next moment's
-            self.grammar = self._grammar_now()  # grammar, prepared ahead of its calls
-            self.recognizer.prepare(self.grammar)
+        if any(isinstance(item, Event) for item in out):  # the game moved
+            self._prepare()
         return out
 
     def _recognise(self, seg: Segment) -> None:
-        """Decode a segment; an unfinished phrase waits for its continuation on the same mic."""
-        grammar = self.grammar
+        """Decode a segment with its player's grammar of the moment; an unfinished phrase
+        waits for its continuation on the same mic."""
         held = self._held.pop(seg.mic, None)
         if held is not None:
             first, first_hyp = held
             gap = seg.samples_start_sample - (first.samples_start_sample + first.samples.size)
             head = first.samples[: first.samples.size + min(0, gap)]  # the rolls may overlap
+            grammar = self._grammar_at(first)
+            assert grammar is not None  # it decoded the first part
             joined = self.recognizer.decode(
                 np.concatenate([head, np.zeros(max(0, gap), np.float32), seg.samples]), grammar,
             )
@@ -269,6 +269,10 @@ class TableLoop:
                 self.arbiter.recognised(seg.mic, seg.onset_s, None)
                 return
             self.arbiter.recognised(first.mic, first.onset_s, (first.end_s, first_hyp))
+        grammar = self._grammar_at(seg)
+        if grammar is None:  # the rules let this player say nothing now
+            self.arbiter.recognised(seg.mic, seg.onset_s, (seg.end_s, Hypothesis.nothing()))
+            return
         hyp = self.recognizer.decode(seg.samples, grammar)
         words = hyp.text.split()
         # A grammar decoder finds no path at all through the first part of a phrase cut by a
@@ -286,8 +290,23 @@ class TableLoop:
                 del self._held[mic]
                 self.arbiter.recognised(mic, seg.onset_s, (seg.end_s, hyp))
 
-    def _grammar_now(self) -> Grammar:
-        """The grammar of the moment: what the game's intents allow in the current state."""
-        from voice.grammar import game_grammar
+    def _grammar_at(self, seg: Segment) -> Grammar | None:
+        """What the segment's player may say at its onset: the game with the timers due by
+        then run on (on a copy: calls said before it may not be refereed yet)."""
+        game_t = self.game_time(seg.onset_s)
+        state = self.referee.state
+        return self._grammar(state if game_t is None else state.at(game_t), self.players[seg.mic])
 
-        return game_grammar(self.referee.game.name, list(self.players), self.referee.state)
+    def _grammar(self, state: Any, player: str) -> Grammar | None:
+        """The grammar of the moment for ``player``; None when they may say nothing."""
+        try:
+            return game_grammar(self.referee.game.name, self.players, state, player)
+        except NothingToSay:
+            return None
+
+    def _prepare(self) -> None:
+        """Each player's grammar of the moment, built ahead of their calls."""
+        for player in self.players:
+            grammar = self._grammar(self.referee.state, player)
+            if grammar is not None:
+                self.recognizer.prepare(grammar)

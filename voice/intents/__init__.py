@@ -8,7 +8,10 @@ which changes nothing in the game.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from engine.core import Action, GameState
 
 _NON_WORD = re.compile(r"[^\w']+")
 
@@ -69,6 +72,27 @@ class Vocabulary:
 
 Phrases = tuple[tuple[str, ...], dict[str, tuple[str, ...]]]
 """Phrase templates with ``{slot}`` references, and each slot's alternatives."""
+
+
+Sayable = Callable[[Any, str], bool]
+"""Whether a player may say a group of phrases in a game state."""
+
+
+def legal(make: Callable[[str, float], Action]) -> Sayable:
+    """A group the player may say when the rules would accept the action ``make`` builds
+    for them now."""
+    return lambda state, player: bool(state.is_legal(make(player, state.t)))
+
+
+def sayable(state: GameState[Any] | None, player: str | None,
+            groups: Iterable[tuple[Sayable, tuple[str, ...]]]) -> tuple[str, ...]:
+    """The templates of the groups ``player`` may say in ``state``: the grammar of the
+    moment for one player's mic. Every group without a state or a player."""
+    return tuple(
+        template for may, templates in groups
+        if state is None or player is None or may(state, player)
+        for template in templates
+    )
 
 
 def lists(slot: str, most: int) -> tuple[str, ...]:

@@ -166,12 +166,15 @@ def awaited(state: ChaosteriaState) -> tuple[str, ...]:
     return (state.floor or state.waiter,)
 
 
-def phrases(players: tuple[str, ...], state: ChaosteriaState | None = None) -> Phrases:
+def phrases(players: tuple[str, ...], state: ChaosteriaState | None = None,
+            player: str | None = None) -> Phrases:
     """What a player may say in Chaosteria now: the grammar of the moment.
 
     While orders are taken: one to five variants (house orders: the variants of
     the cards dealt). Once serving has begun: serves, returns, the bell and
-    corrections, naming only the dishes in the kitchen and on the plate.
+    corrections, naming only the dishes in the kitchen and on the plate. The same for every
+    ``player``: who may serve passes with the bell, and the ringer's "mine …" follows it
+    closer than the bell is refereed.
     """
     deck = decks.chaosteria()
     dishes = deck.dishes

@@ -7,7 +7,7 @@ from functools import cache
 from engine import decks
 from engine.core import Action
 from engine.desserts import DessertsState, Favorite, GotIt, Pass, Serve
-from voice.intents import Phrases, UnparseableUtterance, Vocabulary, lists, words
+from voice.intents import Phrases, UnparseableUtterance, Vocabulary, legal, lists, sayable, words
 
 GOT_IT = {("got", "it"), ("i", "got", "it"), ("i've", "got", "it"), ("got", "it", "got", "it")}
 PASS = {("pass",), ("i", "pass")}
@@ -46,11 +46,18 @@ def awaited(state: DessertsState) -> tuple[str, ...]:
     return ()
 
 
-def phrases(players: tuple[str, ...], state: DessertsState | None = None) -> Phrases:
-    """What a player may say in Just Desserts: calls, and serves of one to three desserts."""
+def phrases(players: tuple[str, ...], state: DessertsState | None = None,
+            player: str | None = None) -> Phrases:
+    """What a player may say in Just Desserts: calls, and serves of one to three desserts;
+    with a state and a player, only what the rules let that player say now (no serve before
+    winning the call, no second "got it", "favorite" only from another caller in a trump
+    window)."""
     serves = lists("dessert", 3)
-    calls = ("got it", "i got it", "pass", "i pass", "favorite")
-    return (
-        (*calls, *serves, *(f"favorite {s}" for s in serves)),
-        {"dessert": tuple(d.name for d in decks.desserts().desserts)},
-    )
+    desserts = tuple(d.name for d in decks.desserts().desserts)
+    templates = sayable(state, player, (
+        (legal(GotIt), ("got it", "i got it")),
+        (legal(Pass), ("pass", "i pass")),
+        (legal(lambda p, t: Favorite(p, t, ())), ("favorite", *(f"favorite {s}" for s in serves))),
+        (legal(lambda p, t: Serve(p, t, desserts[:1])), serves),
+    ))
+    return templates, {"dessert": desserts}

@@ -14,7 +14,7 @@ from functools import cache
 from engine import decks
 from engine.core import Action
 from engine.poutine import CallStop, GiveCards, OfferItem, PoutineState, TakeOffer
-from voice.intents import Phrases, UnparseableUtterance, Vocabulary, words
+from voice.intents import Phrases, UnparseableUtterance, Vocabulary, legal, sayable, words
 
 STOP = {("stop",), ("stop", "stop")}
 TAKE = {("take", "it"), ("i'll", "take", "it"), ("i", "take", "it"), ("taken",)}
@@ -105,15 +105,24 @@ def awaited(state: PoutineState) -> tuple[str, ...]:
     return tuple(state.givers) if state.phase == "gifts" else ()
 
 
-def phrases(players: tuple[str, ...], state: PoutineState | None = None) -> Phrases:
-    """What a player may say in Miss Poutine: an item, "stop", a waitress's take, a mop gift."""
+def phrases(players: tuple[str, ...], state: PoutineState | None = None,
+            player: str | None = None) -> Phrases:
+    """What a player may say in Miss Poutine: an item, "stop", a waitress's take, a mop gift;
+    with a state and a player, only what their role lets them say now (a cook offers items,
+    a player waitress takes offers, givers give at the start of a round)."""
     deck = decks.poutine()
+    items = tuple(form for m in (*deck.menu, deck.fries) for form in m.spoken)
     gift = "give {number} to {player}"
-    return (
-        ("{item}", "stop", "take it", "{player}", "keep", gift, f"{gift} and {{number}} to {{player}}"),
-        {
-            "item": tuple(form for m in (*deck.menu, deck.fries) for form in m.spoken),
-            "player": players,
-            "number": ("one", "two", "three"),
-        },
-    )
+    templates = sayable(state, player, (
+        (legal(lambda p, t: OfferItem(p, t, deck.fries.name)), ("{item}",)),
+        (legal(CallStop), ("stop",)),
+        (_waits_tables, ("take it", "{player}")),
+        (legal(GiveCards), ("keep", gift, f"{gift} and {{number}} to {{player}}")),
+    ))
+    return templates, {"item": items, "player": players, "number": ("one", "two", "three")}
+
+
+def _waits_tables(state: PoutineState, player: str) -> bool:
+    """A player waitress in play takes offers (whether one is open now depends on a cook's
+    call that may not be refereed yet)."""
+    return not state.house and player in state.waitresses and state.phase == "play"
