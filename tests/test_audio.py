@@ -26,6 +26,7 @@ from voice.audio import (
     estimate_clock_fit,
     read_wav,
     resample,
+    speech_like_frames,
     write_wav,
 )
 
@@ -76,6 +77,18 @@ def test_streaming_resampler_matches_whole_signal(rate_hz: int) -> None:
         i += n
     outs.append(r.flush().samples)
     np.testing.assert_allclose(np.concatenate(outs), whole, atol=1e-6)
+
+
+def test_speech_is_held_longer_than_one_frame() -> None:
+    """A voice-band sound that flickers frame by frame (a knock's ringing) is not speech; the
+    same sound held for 60 ms is."""
+    tone = _tone(PIPELINE_RATE_HZ, 0.2, freq_hz=300.0)[:, 0]
+    frame = PIPELINE_RATE_HZ // 100
+    flicker = tone * (np.arange(tone.size) // frame % 2 == 0)
+    assert speech_like_frames(flicker).sum() == 0
+    held = np.concatenate([np.zeros(5 * frame, np.float32), tone[: 6 * frame],
+                           np.zeros(9 * frame, np.float32)])
+    assert speech_like_frames(held).sum() == 6
 
 
 def test_resampler_keeps_an_impulse_in_place() -> None:

@@ -62,10 +62,16 @@ def loud_frames(samples: np.ndarray) -> np.ndarray:
 def speech_like_frames(samples: np.ndarray) -> np.ndarray:
     """Which 10 ms frames of mono `samples` (16 kHz) are loud speech: loud in the voice's band
     (within :data:`LOUD_DB` of its loudest there) with :data:`VOICE_SHARE` of their energy in
-    it. A knock on the table (broadband, ringing high) is loud, but not speech-like."""
+    it, and next to another such frame. A knock on the table (broadband, ringing high) is loud,
+    but not speech-like; a vowel lasts longer than one frame, a knock's ringing flickers
+    (every other frame, in a replayed game: 50 ms of "speech", a call's minimum)."""
     spectrum = np.abs(np.fft.rfft(_frames(samples) * np.hanning(SPEECH_FRAME), axis=1)) ** 2
     voice = spectrum[:, VOICE_BINS].sum(axis=1)
-    return _within(voice) & (voice >= VOICE_SHARE * spectrum.sum(axis=1))
+    like = _within(voice) & (voice >= VOICE_SHARE * spectrum.sum(axis=1))
+    neighbour = np.zeros_like(like)
+    neighbour[1:] |= like[:-1]
+    neighbour[:-1] |= like[1:]
+    return like & neighbour
 
 
 class AudioFileError(ValueError):
