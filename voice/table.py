@@ -171,7 +171,7 @@ class TableLoop:
         self.arbiter = Arbiter(tie_window_ms)
         self._open: set[tuple[float, int]] = set()
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
-        self._held: dict[int, tuple[Segment, Hypothesis]] = {}
+        self._held: dict[int, tuple[Segment, Hypothesis, Grammar]] = {}  # unfinished, by mic
         self._ended: dict[tuple[float, int], Segment] = {}  # heard, not yet decoded
 
     @property
@@ -224,7 +224,7 @@ class TableLoop:
         out: list[Heard | Event] = []
         while True:
             out += self._referee(self.arbiter.ready())
-            held = {(seg.onset_s, seg.mic) for seg, _ in self._held.values()}
+            held = {(seg.onset_s, seg.mic) for seg, *_ in self._held.values()}
             waiting = [key for key in self.arbiter.unresolved() if key not in held]
             if not waiting or waiting[0] not in self._ended:
                 return out
@@ -256,13 +256,12 @@ class TableLoop:
         waits for its continuation on the same mic."""
         held = self._held.pop(seg.mic, None)
         if held is not None:
-            first, first_hyp = held
+            first, first_hyp, first_grammar = held
             gap = seg.samples_start_sample - (first.samples_start_sample + first.samples.size)
             head = first.samples[: first.samples.size + min(0, gap)]  # the rolls may overlap
-            grammar = self._grammar_at(first)
-            assert grammar is not None  # it decoded the first part
             joined = self.recognizer.decode(
-                np.concatenate([head, np.zeros(max(0, gap), np.float32), seg.samples]), grammar,
+                np.concatenate([head, np.zeros(max(0, gap), np.float32), seg.samples]),
+                first_grammar,
             )
             if joined.understood:
                 self.arbiter.recognised(first.mic, first.onset_s, (seg.end_s, joined))
@@ -278,13 +277,13 @@ class TableLoop:
         # A grammar decoder finds no path at all through the first part of a phrase cut by a
         # pause ("brownie and"): nothing heard may be unfinished too.
         if not hyp.understood and (not words or grammar.unfinished(words)):
-            self._held[seg.mic] = (seg, hyp)
+            self._held[seg.mic] = (seg, hyp, grammar)
         else:
             self.arbiter.recognised(seg.mic, seg.onset_s, (seg.end_s, hyp))
 
     def _release_held(self, now_s: float) -> None:
         """Give up waiting for the rest of a phrase after JOIN_GAP_S with nothing new begun."""
-        for mic, (seg, hyp) in list(self._held.items()):
+        for mic, (seg, hyp, _) in list(self._held.items()):
             continuing = any(m == mic and onset > seg.onset_s for onset, m in self._open)
             if now_s > seg.end_s + JOIN_GAP_S and not continuing:
                 del self._held[mic]
