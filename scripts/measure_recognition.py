@@ -235,8 +235,9 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Res
     results = []
     for kind in ((MOMENT, WHOLE) if by_moment else ("game",)):
         errors, accepts, latency = [], [], []
-        for i, (name, text, in_grammar) in enumerate(items):
-            grammar, allowed = decoded[name if kind != WHOLE else f"{name} ({WHOLE})"]
+        for i, (moment, text, in_grammar) in enumerate(items):
+            name = moment if kind != WHOLE else f"{moment} ({WHOLE})"
+            grammar, allowed = decoded[name]
             audio = scene(speech(text, voice), noise, i)
             stream = rec.stream(grammar)
             for block in np.array_split(audio, max(1, audio.size // 320)):
