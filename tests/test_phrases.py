@@ -96,3 +96,22 @@ def test_a_cook_offers_items_and_a_waitress_takes_them() -> None:
     tables = poutine.new_game(poutine.PoutineConfig(four, waitresses=("Cat", "Dan")), 1)
     assert GAMES["poutine"].phrases(four, tables, "Cat")[0] == ("stop", "take it", "{player}")
     assert GAMES["poutine"].phrases(four, tables, "Ann")[0] == ("{item}", "stop")
+
+
+def test_with_house_orders_only_the_player_asked_orders_and_from_their_card() -> None:
+    """Chaosteria: the app asks each player in turn to choose between the two variants of a
+    card; the others have nothing to order then, and every order stays a rival."""
+    state = chaosteria.new_game(chaosteria.ChaosteriaConfig(PLAYERS), 1)
+    asked = state.players[0]
+    card = chaosteria.dish_named(state.hands[asked][0])
+    grammar = game_grammar("chaosteria", PLAYERS, state, asked)
+    assert grammar.phrase_templates == ("{order}",)
+    assert set(grammar.slot_map["order"]) == {v.lower() for v in card.variants}
+    other = next(v for d in chaosteria.decks.chaosteria().dishes for v in d.variants
+                 if v not in card.variants)
+    assert grammar.rivals is not None and grammar.rivals.match(other.lower().split()).cost == 0
+    with pytest.raises(NothingToSay):
+        game_grammar("chaosteria", PLAYERS, state, PLAYERS[1])
+    game = GAMES["chaosteria"]
+    for variant in card.variants:
+        assert isinstance(game.parse(variant, asked, state.t, state), chaosteria.PlaceOrder)

@@ -9,6 +9,8 @@ from functools import cache
 import numpy as np
 import pytest
 
+from engine.chaosteria import ChaosteriaConfig, dish_named
+from engine.chaosteria import new_game as new_chaosteria_game
 from engine.decks import chaosteria, desserts, poutine
 from engine.desserts import DessertsConfig
 from engine.desserts import new_game as new_desserts_game
@@ -192,6 +194,20 @@ def test_what_only_others_may_say_now_is_not_taken_for_a_call(voice: str) -> Non
              for t in ("got it", "pass", "brownie", "sorbet", "favorite")}
     assert {t: h.text for t, h in heard.items() if h.understood} == {"got it": "got it",
                                                                       "pass": "pass"}
+
+
+@pytest.mark.parametrize("voice", ["en-us", "en-gb"])
+def test_an_order_not_on_the_card_asked_about_is_not_understood(voice: str) -> None:
+    """Chaosteria with house orders: asked to choose between the two variants of a card,
+    Ann is understood naming one; another card's variant is only a rival."""
+    state = new_chaosteria_game(ChaosteriaConfig(("Ann", "Bob", "Cat")), 1)
+    options = dish_named(state.hands["Ann"][0]).variants
+    grammar = game_grammar("chaosteria", ["Ann", "Bob", "Cat"], state, "Ann")
+    others = ["rare steak", "green tea"]
+    assert not set(others) & {o.lower() for o in options}
+    heard = {t: sphinx().decode(speak(t, voice), grammar) for t in (options[1].lower(), *others)}
+    assert {t: h.text for t, h in heard.items() if h.understood} == {
+        options[1].lower(): options[1].lower()}
 
 
 def test_unknown_backend() -> None:

@@ -404,17 +404,25 @@ def game_grammar(game: str, players: Sequence[str], state: Any = None,
     templates, slots = phrases(tuple(players), state, player)
     if not templates:
         raise NothingToSay(f"{player} may say nothing in {game} now")
-    rivals: tuple[str, ...] = ()
-    if player is not None:
-        everyone, _ = phrases(tuple(players), state, None)
-        rivals = tuple(t for t in everyone if t not in templates)
-    ordered = tuple((k, tuple(v)) for k, v in sorted(slots.items()))
-    return _cached_grammar(templates, ordered, rivals)
+    if player is None:
+        return _cached_grammar(templates, _ordered(slots))
+    # Everyone's phrases but the player's own; all of them where the player's slots are
+    # narrower (an order from the two variants of the card asked about).
+    everyone, all_slots = phrases(tuple(players), state, None)
+    rivals = tuple(t for t in everyone if t not in templates or all_slots != slots)
+    return _cached_grammar(templates, _ordered(slots), rivals, _ordered(all_slots))
+
+
+Slots = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def _ordered(slots: Mapping[str, Sequence[str]]) -> Slots:
+    return tuple((k, tuple(v)) for k, v in sorted(slots.items()))
 
 
 @lru_cache(maxsize=256)
-def _cached_grammar(templates: tuple[str, ...], slots: tuple[tuple[str, tuple[str, ...]], ...],
-                    rivals: tuple[str, ...] = ()) -> Grammar:
+def _cached_grammar(templates: tuple[str, ...], slots: Slots, rivals: tuple[str, ...] = (),
+                    rival_slots: Slots = ()) -> Grammar:
     """Grammars are built again and again as a game moves between a few moments."""
     grammar = Grammar.create(templates, dict(slots))
-    return grammar.with_rivals(Grammar.create(rivals, dict(slots))) if rivals else grammar
+    return grammar.with_rivals(Grammar.create(rivals, dict(rival_slots))) if rivals else grammar

@@ -172,20 +172,28 @@ def phrases(players: tuple[str, ...], state: ChaosteriaState | None = None,
 
     While orders are taken: one to five variants (house orders: the variants of
     the cards dealt). Once serving has begun: serves, returns, the bell and
-    corrections, naming only the dishes in the kitchen and on the plate. The same for every
-    ``player``: who may serve passes with the bell, and the ringer's "mine …" follows it
-    closer than the bell is refereed.
+    corrections, naming only the dishes in the kitchen and on the plate. With a ``player``,
+    orders only from those the game waits for: with house orders the player asked, and
+    only the two variants of the card asked about (the next player is asked once the
+    answer is refereed). Serving is the same for every player: who may serve passes with
+    the bell, and the ringer's "mine …" follows it closer than the bell is refereed.
     """
     deck = decks.chaosteria()
     dishes = deck.dishes
     ordering = state is None or state.phase == "ordering"
     serving = state is None or state.phase != "ordering"
+    orders = tuple(v for d in deck.dishes for v in d.variants)
+    order_lists = lists("order", 5)
+    if state is not None and player is not None and ordering:
+        ordering = player in awaited(state)
+        if ordering and state.hands[player]:  # house orders: one of the card's two variants
+            orders, order_lists = dish_named(state.hands[player][0]).variants, ("{order}",)
     if state is not None and serving:
         shown = {*state.kitchen, *([state.plate] if state.plate else [])}
         dishes = tuple(d for d in deck.dishes if d.dish in shown) or deck.dishes
     templates = (
-        *(lists("order", 5) if ordering else ()),
-        "what did i order",
+        *(order_lists if ordering else ()),
+        *(("what did i order",) if serving or player is None else ()),
         *(() if not serving else (
             "i serve {player} the {variant}", "i serve {player} the {dish}", "{player} {variant}",
             "{player} the {dish}", "{variant} for {player}", "the {dish} for {player}",
@@ -196,7 +204,7 @@ def phrases(players: tuple[str, ...], state: ChaosteriaState | None = None,
     return (
         templates,
         {
-            "order": tuple(v for d in deck.dishes for v in d.variants),
+            "order": orders,
             "player": players,
             "variant": tuple(v for d in dishes for v in d.variants),
             "dish": tuple(d.dish for d in dishes),
