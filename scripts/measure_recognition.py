@@ -171,21 +171,20 @@ def moments() -> dict[str, tuple[str, Grammar]]:
     return {m: (g, game_grammar(g, PLAYERS, state, "Ann")) for m, (g, state) in states.items()}
 
 
-def targets(by_moment: bool) -> dict[str, tuple[Grammar, Grammar]]:
-    """What calls and chatter are decoded with, and what the player may say there, by name:
-    each game's whole grammar; or each moment's grammar and, beside it, the whole game's,
-    judged by what the moment allows."""
+GAME, MOMENT, WHOLE = "game", "moment", "whole game"
+"""Kinds of grammar: a game's whole grammar; one player's grammar of a moment; the whole
+game's grammar used where a moment's would be (`--moments`)."""
+
+
+def targets(by_moment: bool) -> dict[str, dict[str, tuple[Grammar, Grammar]]]:
+    """By game or moment name, by kind of grammar: what calls and chatter are decoded with,
+    and what the player may say there (each moment's grammar and, beside it on the same
+    audio, the whole game's, both judged by what the moment allows)."""
     if not by_moment:
-        return {g: (grammar, grammar) for g, grammar in grammars().items()}
-    out: dict[str, tuple[Grammar, Grammar]] = {}
-    for m, (game, grammar) in moments().items():
-        out[m] = (grammar, grammar)
-        out[f"{m} ({WHOLE})"] = (grammars()[game], grammar)
-    return out
+        return {g: {GAME: (grammar, grammar)} for g, grammar in grammars().items()}
+    return {m: {MOMENT: (grammar, grammar), WHOLE: (grammars()[game], grammar)}
+            for m, (game, grammar) in moments().items()}
 
-
-WHOLE = "whole game"
-"""The whole game's grammar used where a moment's would be (`--moments`)."""
 
 _RECOGNIZER: list[Recognizer] = []
 
@@ -224,20 +223,21 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Res
     rng = np.random.default_rng(zlib.crc32(repr(voice).encode()))  # the same calls every run
     chatter = TUNE_CHATTER if split == "tune" else CHATTER
     decoded = targets(by_moment)
-    names = [n for n in decoded if WHOLE not in n]  # a moment's whole game: the same audio
+    kinds = (MOMENT, WHOLE) if by_moment else (GAME,)
     items: list[tuple[str, str, bool]] = []
-    for name in names:
-        allowed = decoded[name][1]
+    for name, by_kind in decoded.items():
+        allowed = by_kind[kinds[0]][1]
         ps = [p for p in commands()[name.split(",")[0]] if allowed.match(p.split()).cost == 0]
         picked = ps if per_game <= 0 else rng.choice(ps, min(per_game, len(ps)), False)
         items += [(name, p, True) for p in picked]
-    items += [(name, c.lower(), False) for c in chatter for name in names]
+    items += [(name, c.lower(), False) for c in chatter for name in decoded]
+    n_calls = sum(1 for *_, g in items if g)
     results = []
-    for kind in ((MOMENT, WHOLE) if by_moment else ("game",)):
+    for kind in kinds:
         errors, accepts, latency = [], [], []
-        for i, (moment, text, in_grammar) in enumerate(items):
-            name = moment if kind != WHOLE else f"{moment} ({WHOLE})"
-            grammar, allowed = decoded[name]
+        for i, (name, text, in_grammar) in enumerate(items):
+            grammar, allowed = decoded[name][kind]
+            label = f"{name} ({WHOLE})" if kind == WHOLE else name
             audio = scene(speech(text, voice), noise, i)
             stream = rec.stream(grammar)
             for block in np.array_split(audio, max(1, audio.size // 320)):
@@ -247,16 +247,12 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Res
             latency.append(time.perf_counter() - t0)
             said = hyp.understood and allowed.match(hyp.text.split()).cost == 0
             if in_grammar and not (said and hyp.text == text):
-                errors.append(f"{name}: {text} -> {hyp.text!r}{'' if said else ' (rejected)'}")
+                errors.append(f"{label}: {text} -> {hyp.text!r}{'' if said else ' (rejected)'}")
             if not in_grammar and said:
-                accepts.append(f"{name}: {text} -> {hyp.text!r}")
-        n_calls = sum(1 for *_, g in items if g)
+                accepts.append(f"{label}: {text} -> {hyp.text!r}")
         results.append(Result("/".join(map(str, voice)), noise, split, kind, n_calls,
                               tuple(errors), len(items) - n_calls, tuple(accepts), tuple(latency)))
     return results
-
-
-MOMENT = "moment"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                 chat = sum(r.chatter for r in rs)
                 acc = sum(len(r.accepts) for r in rs)
                 lat = np.concatenate([r.latency_s for r in rs]) * 1000
-                label = "" if kind == "game" else f"{kind:12s}"
+                label = "" if kind == GAME else f"{kind:12s}"
                 print(f"{s:8s}{n:8s}{label} command accuracy {100 * ok / calls:5.1f}% "
                       f"({ok}/{calls})  chatter accepted {100 * acc / chat:4.1f}% ({acc}/{chat})  "
                       f"finish latency mean {lat.mean():.0f} ms "
