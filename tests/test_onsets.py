@@ -342,8 +342,9 @@ def test_calibrated_crosstalk_tells_every_copy_apart(seed: int, rt60_s: float) -
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_neighbour_talking_after_a_call_is_turned_down_in_its_segment(seed: int) -> None:
-    """B says "what a mess" 10 ms after A's "pass": A's segment keeps A's call as it was and
-    turns B's words in its tail down by 30 dB, so a recogniser does not try to fit them."""
+    """B says "what a mess" 10 ms after A's "pass": A's segment keeps A's call as it was (but
+    for B's first words taken out of its last frames) and turns B's words in its tail down by
+    30 dB, so a recogniser does not try to fit them."""
     call = synth("pass", voice="en", speed=170, amplitude=0.8)
     chatter = synth("what a mess", voice="en-us", speed=170, amplitude=0.8)
     loud = np.flatnonzero(np.abs(call) > 0.01 * np.abs(call).max())
@@ -355,7 +356,8 @@ def test_a_neighbour_talking_after_a_call_is_turned_down_in_its_segment(seed: in
     seg = next(s for s in segments(events) if s.mic == 0)
     raw = scene.audio[seg.samples_start_sample : seg.samples_start_sample + seg.samples.size, 0]
     end = scene.truth[0].end_sample - seg.samples_start_sample
-    np.testing.assert_array_equal(seg.samples[: end - 10 * MS], raw[: end - 10 * MS])
+    call = slice(0, end - 10 * MS)
+    assert power_db(seg.samples[call] - raw[call]) <= power_db(raw[call]) - 40.0
     tail = slice(scene.truth[1].onset_sample - seg.samples_start_sample + 40 * MS, seg.samples.size)
     assert seg.samples[tail].size >= 30 * MS  # the neighbour is in this segment's tail...
     assert power_db(raw[tail]) > -60.0

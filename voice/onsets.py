@@ -37,6 +37,8 @@ that rises far less than a speaking mic's sound did a few ms earlier is a copy t
 subtracted from m while their sources are loud, and detection goes on on the residual, judged
 against the noise floor plus what the subtraction is expected to miss; so a player who starts
 talking on their own mic 20 ms into someone else's shout is still heard, with their own onset.
+What an utterance's segment carries for the recogniser has the other players who talked
+meanwhile turned down (:mod:`voice.crosstalk`, from their own mics and the learned couplings).
 
 Known limits (dry synthetic and room-simulated scenes, see the task report): a second caller
 whose start is weak under another's bleed is heard up to ~20 ms late (later in reverberant
@@ -62,6 +64,7 @@ from voice.audio import (
     AudioStreamError,
     speech_like_frames,
 )
+from voice.crosstalk import suppress
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,10 @@ class OnsetConfig:
     every other mic's expected crosstalk; an utterance with less than `min_own_ms` of its own
     sound (loud over the background and over crosstalk) was not its player's call. A
     segment's audio more than `own_span_keep_ms` before its first or after its last own sound
-    is turned down by `not_own_attenuation_db` (see :attr:`Segment.samples`).
+    is turned down by `not_own_attenuation_db` (see :attr:`Segment.samples`). Before that,
+    the voices of the other players talking meanwhile are turned down in it by spectral
+    subtraction, `crosstalk_oversubtract` times their expected crosstalk, to no less than
+    `crosstalk_floor_db` (:func:`voice.crosstalk.suppress`; an over-subtraction of 0 leaves it).
     """
 
     hop_ms: float = 5.0
@@ -138,6 +144,8 @@ class OnsetConfig:
     min_own_ms: float = 80.0
     own_span_keep_ms: float = 30.0
     not_own_attenuation_db: float = 30.0
+    crosstalk_oversubtract: float = 1.5
+    crosstalk_floor_db: float = -10.0
 
 
 @dataclass(frozen=True)
@@ -406,6 +414,7 @@ class OnsetDetector:
         self._src_hold = np.zeros(channels)  # band power held at peaks, decaying like a room
         self._own_log = _History(channels)  # per sample: its hop's power over crosstalk
         self._own_hops = [0] * channels
+        self._spans: list[list[list[int]]] = [[] for _ in range(channels)]  # [onset, end]
         self.rejected_bleed = 0
         """Onsets found to be copies of another mic and not reported."""
 
@@ -848,6 +857,7 @@ class OnsetDetector:
         self._state[ch] = _State.SPEECH
         self._last_active[ch] = stop
         self._own_hops[ch] = 0
+        self._spans[ch].append([onset, -1])  # -1: still talking
         events.append(SpeechStart(ch, onset, onset / self.rate_hz, self._done))
 
     def _rescan(self, ch: int, start: int, events: list[Event]) -> None:
@@ -869,11 +879,12 @@ class OnsetDetector:
         onset = self._onset[ch]
         end = max(self._last_active[ch], onset + 1)
         first = max(0, onset - self._pre_roll)
-        audio = self._raw.get(first, min(self._done, end + self._post_roll))[:, ch]
-        audio = audio.astype(np.float32)
-        body = audio[onset - first : end - first].astype(np.float64)
+        mics = self._raw.get(first, min(self._done, end + self._post_roll))
+        body = mics[onset - first : end - first, ch]
         level_db = 10 * math.log10(float(np.mean(body * body)) + 1e-12)
         own_ms = self._own_hops[ch] * self.config.hop_ms
+        self._spans[ch][-1][1] = end
+        audio = self._others_turned_down(ch, first, mics)
         seg = Segment(
             ch, onset, end, onset / self.rate_hz, end / self.rate_hz, level_db, first,
             self._outside_own_turned_down(ch, first, audio), own_ms / 1000,
@@ -892,6 +903,22 @@ class OnsetDetector:
             return False
         speech = speech_like_frames(self._raw.get(onset, last)[:, ch])
         return int(speech.sum()) * SPEECH_FRAME < self._knock_speech
+
+    def _others_turned_down(self, ch: int, first: int, mics: np.ndarray) -> np.ndarray:
+        """Mic `ch`'s audio (`mics` from sample `first`) with the other players who talked
+        meanwhile turned down (:func:`voice.crosstalk.suppress`), by their learned coupling."""
+        n = mics.shape[0]
+        talking = np.zeros((n, self.channels), bool)
+        for c, spans in enumerate(self._spans):
+            for onset, end in spans if c != ch else ():
+                talking[max(0, onset - first) : n if end < 0 else max(0, end - first), c] = True
+        others = np.flatnonzero(talking.any(axis=0))
+        cfg = self.config
+        return suppress(
+            mics[:, ch], mics[:, others], self._coupling[others, ch], talking[:, others],
+            oversubtract=cfg.crosstalk_oversubtract, floor_db=cfg.crosstalk_floor_db,
+            decay_db_per_s=cfg.crosstalk_decay_db_per_s,
+        )
 
     def _outside_own_turned_down(self, ch: int, first: int, audio: np.ndarray) -> np.ndarray:
         """`audio` (mic `ch` from sample `first`) turned down outside its own sound, give or
@@ -916,3 +943,5 @@ class OnsetDetector:
         self._echo.trim_before(keep)
         self._echo_band.trim_before(keep)
         self._own_log.trim_before(keep)
+        for spans in self._spans:
+            spans[:] = [s for s in spans if s[1] < 0 or s[1] > keep]
