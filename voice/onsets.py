@@ -943,5 +943,6 @@ class OnsetDetector:
         self._echo.trim_before(keep)
         self._echo_band.trim_before(keep)
         self._own_log.trim_before(keep)
-        for spans in self._spans:
-            spans[:] = [s for s in spans if s[1] < 0 or s[1] > keep]
+        for spans in self._spans:  # in time order, only the last one still open
+            while spans and 0 <= spans[0][1] <= keep:
+                spans.pop(0)
