@@ -154,6 +154,13 @@ def scene_figures(records: Sequence[Record], vosk_model: str | None) -> list[Rec
     def false(kind: str, detector: str) -> int:
         return sum(r["false"][detector][kind] for r in records)
 
+    over_app = _calls(records, "narration")
+    figures.append(_figure(
+        "calls_over_app_heard_pct", "Calls over (or just after) the app's voice heard", "%",
+        _pct(sum(u["onset_error_ms"] is not None for u in over_app), len(over_app)),
+        _pct(sum(u["naive_onset_error_ms"] is not None for u in over_app), len(over_app)),
+        NAIVE, len(over_app),
+        note=f"understood right: {_pct(sum(_outcome(u, 'sphinx') == 'correct' for u in over_app), len(over_app))} %"))
     figures += [
         _figure("bleed_false_utterances", "Bleed reported as an utterance", "utterances",
                 false("bleed", "orderup"), false("bleed", "naive"), NAIVE, len(records),

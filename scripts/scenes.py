@@ -898,18 +898,25 @@ def _narration(
     lead: int,
     rng: np.random.Generator,
 ) -> list[_Sound]:
-    """The app speaks; usually a player calls over it (or just after it), sometimes nobody."""
+    """The app speaks; usually a player calls over it (or just after it), sometimes nobody.
+    Half the time the app has already said a line before (as it has at a table in play, where
+    its echo canceller has learned the room); otherwise the call comes in its first line."""
     lines = narration_lines()
-    app = _announce(layout, lines[rng.integers(len(lines))], lead, _speaker_volume_db(rng))
+    volume_db = _speaker_volume_db(rng)
+    before: list[_Sound] = []
+    if rng.uniform() < 0.5:
+        before = [_announce(layout, lines[rng.integers(len(lines))], lead, volume_db)]
+        lead += before[0].signal.size + int(rng.uniform(0.3, 1.0) * RATE_HZ)
+    app = _announce(layout, lines[rng.integers(len(lines))], lead, volume_db)
     length = app.signal.size
     draw = rng.uniform()
     if draw < 0.2:
-        return [app]
+        return [*before, app]
     if draw < 0.4:  # right after the app stops: its reverberation is still decaying
         at = lead + length + int(rng.uniform(0.0, 0.3) * RATE_HZ)
     else:
         at = lead + int(rng.uniform(0.2, max(0.25, length / RATE_HZ - 0.2)) * RATE_HZ)
-    return [app, _call(layout, condition, talkers, at, rng)]
+    return [*before, app, _call(layout, condition, talkers, at, rng)]
 
 
 _SCRIPTS = {"race": _race, "commands": _commands, "chatter": _chatter, "narration": _narration}

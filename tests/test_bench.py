@@ -22,6 +22,7 @@ FIGURES = (
     "first_speaker_text_15ms_pct",
     "bleed_false_utterances",
     "app_false_utterances",
+    "calls_over_app_heard_pct",
     "other_false_utterances",
     "command_accuracy_clean_pct",
     "not_understood_clean_pct",

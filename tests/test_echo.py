@@ -147,3 +147,43 @@ def test_contract_errors() -> None:
         EchoConfig(block_samples=100)
     with pytest.raises(ValueError, match="channels"):
         EchoCanceller(0)
+
+
+@pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
+def test_a_player_calling_over_the_app_at_a_noisy_table_is_heard() -> None:
+    """The app has talked for a while at a table with background noise, which the canceller
+    must not take for echo it misses (the app's path would never count as learned, and all a
+    mic hears while the app talks would be the app's); a player calls "got it" over its second
+    line, 15 dB above the app's echo on their mic, the noise as loud as the echo: heard (its
+    onset within 50 ms: its first sound is under the app's and the noise)."""
+    first = synth("next guest Rocky craves chocolate and frozen; favorite rocky road",
+                  voice="en-us", amplitude=0.5)
+    second = synth("next guest Lemon Lucy craves fruit and cake; favorite lemon tart",
+                   voice="en-us", amplitude=0.5)
+    got_it = synth("got it", voice="en-gb-scotland", amplitude=0.5)
+    second_at = PIPELINE_RATE_HZ + first.size + 8000
+    call_at = second_at + second.size // 2
+    n = second_at + second.size + PIPELINE_RATE_HZ
+    reference = np.zeros(n, np.float32)
+    reference[PIPELINE_RATE_HZ : PIPELINE_RATE_HZ + first.size] = first
+    reference[second_at : second_at + second.size] = second
+    echo = play(reference, loudspeaker_paths(3, 0.4, 5), n)
+    scene = mix_scene([(1, got_it, call_at)], 3, noise_snr_db=None, seed=5, length=n)
+    talk = slice(call_at, call_at + got_it.size)
+    player = scene.audio * np.sqrt(10 ** 1.5 * np.mean(echo[talk, 1] ** 2) / np.mean(scene.audio[talk, 1] ** 2))
+    noise = np.random.default_rng(5).standard_normal((n, 3)) * np.sqrt(np.mean(echo[talk] ** 2))
+    mics = (player + echo + noise).astype(np.float32)
+
+    ec, det = EchoCanceller(3), OnsetDetector(3)
+    heard: list[tuple[int, int]] = []
+    for i in range(0, n + 320, 320):
+        if i < n:
+            frame = AudioFrame(mics[i : i + 320], PIPELINE_RATE_HZ, 3, i, i / PIPELINE_RATE_HZ)
+            done = ec.process(frame, reference[i : i + 320])
+        else:
+            done = ec.flush()
+        for e in det.feed(done.frame, done.residual) + (det.flush() if i >= n else []):
+            if isinstance(e, SpeechEnd) and not e.segment.not_own and ec.echo_share(
+                    e.segment.mic, e.segment.onset_sample, e.segment.end_sample) <= 0.5:
+                heard.append((e.segment.mic, e.segment.onset_sample))
+    assert [onset for mic, onset in heard if mic == 1 and 0 <= onset - call_at <= 50 * MS]

@@ -13,13 +13,23 @@ has been clearly smaller over the last blocks. During double talk the background
 player's voice, its error grows, and the foreground keeps the path it had; a background that
 drifted far is reset from the foreground.
 
+The background's step also shrinks with the share of its error that is echo the foreground
+is expected to miss (plus the background noise) — near-end speech, as the variable step of
+Speex's MDF does: a player talking over the app would otherwise be learned as echo, the
+filters would chase their voice, and the app's echo would come back around their call.
+
 Each processed block also yields the echo estimate that was removed and, per mic, how much of
 it the canceller is expected to miss (`leak`, the inverse of its measured echo return loss
 enhancement, with a margin, bounded): the onset detector judges speech against that residual
-as it does against removed bleed, so what is left of the app's voice is never an onset. Until
-a mic's path has been learned (the first second or so the app speaks), the residual is all
-that mic hears while the app plays: a gate, so the app's first words are not taken for a
-player's (a player talking over them is not heard either: the price of a cold start).
+as it does against removed bleed, so what is left of the app's voice is never an onset. The
+mics' background noise (learned while the app is quiet) counts as missed echo in `leak`: the
+detector's floor errs high at a noisy table. It does not count when judging whether a mic's
+path has been learned (at a noisy table the app's echo would otherwise seem never learned).
+Until it has been, for at most the app's first `learn_s` of playing, the residual is all that
+mic hears while the app plays: a gate, so the app's first words are not taken for a player's
+(a player talking over them is not heard either: the price of a cold start). After that the
+residual is at most the echo estimate itself, so a player clearly louder than the app's echo
+on their mic is always heard.
 
 Streaming and vectorised over microphones: feed any frame size; output comes in whole blocks
 (`block_samples` of latency), on the same sample clock as the input.
@@ -47,7 +57,11 @@ class EchoConfig:
     residual echo reported to the detector (min, max, dB of the removed echo power), which is
     `leak_margin` times what the canceller has been measured to leave;
     `active_ref_db` is the reference level (dBFS) under which nothing adapts; `ledger_s` how
-    far back :meth:`EchoCanceller.echo_share` can look.
+    far back :meth:`EchoCanceller.echo_share` can look. The mics' background is learned from
+    blocks a filter length after the app last played, over `noise_time_s`, rising by at most
+    `noise_rise_db_per_s`; the cold-start gate lasts at most `learn_s` of the app playing;
+    the background's step is never cut below `min_step_share` of `step` (an echo path that
+    really changed is still learned).
     """
 
     block_samples: int = 128
@@ -61,6 +75,10 @@ class EchoConfig:
     leak_margin: float = 4.0
     active_ref_db: float = -70.0
     ledger_s: float = 30.0
+    noise_time_s: float = 1.0
+    noise_rise_db_per_s: float = 3.0
+    learn_s: float = 2.0
+    min_step_share: float = 0.05
 
     def __post_init__(self) -> None:
         if self.block_samples < 8 or self.block_samples & (self.block_samples - 1):
@@ -108,6 +126,13 @@ class EchoCanceller:
         self._spread = np.zeros(channels)  # smoothed error power x filter output difference
         self._echo_power = np.zeros(channels)  # smoothed, for the leak estimate
         self._resid_power = np.zeros(channels)
+        self._noise_power = np.zeros(channels)  # the mics' background, while the app is quiet
+        self._noise_alpha = min(1.0, b / (cfg.noise_time_s * self.rate_hz))
+        self._noise_rise = 10 ** (cfg.noise_rise_db_per_s * b / self.rate_hz / 10)
+        self._quiet_blocks = 0  # blocks since the reference was last active
+        self._noise_blocks = 0  # background blocks seen
+        self._active_blocks = 0  # blocks the app has played
+        self._learn_blocks = round(cfg.learn_s * self.rate_hz / b)
         self._alpha = 1.0 / cfg.smoothing_blocks
         self._active_power = 10 ** (cfg.active_ref_db / 10)
         self._leak_min, self._leak_max = (10 ** (d / 10) for d in cfg.leak_db)
@@ -122,8 +147,17 @@ class EchoCanceller:
 
     @property
     def leak(self) -> np.ndarray:
-        """Per mic: expected residual echo power over removed echo power (1 / ERLE), bounded."""
-        raw = self.config.leak_margin * self._resid_power / np.maximum(self._echo_power, 1e-20)
+        """Per mic: expected residual echo power over removed echo power (1 / ERLE), bounded.
+        The mics' background counts as missed echo here: at a noisy table the floor the
+        detector judges speech against errs high, never low."""
+        return self._bounded_leak(self._resid_power)
+
+    def _learned_leak(self) -> np.ndarray:
+        """`leak` less the mics' background: how well the path itself has been learned."""
+        return self._bounded_leak(np.maximum(self._resid_power - self._noise_power, 0.0))
+
+    def _bounded_leak(self, missed: np.ndarray) -> np.ndarray:
+        raw = self.config.leak_margin * missed / np.maximum(self._echo_power, 1e-20)
         return np.clip(np.where(self._echo_power > 0, raw, self._leak_max), self._leak_min,
                        self._leak_max)
 
@@ -185,7 +219,9 @@ class EchoCanceller:
             echoes.append(y.T)
             # until a mic's path is learned, all it hears while the app plays may be the app
             leak = self.leak
-            learning = active and bool(np.any(leak >= self._leak_max))
+            self._active_blocks += active
+            learning = (active and self._active_blocks <= self._learn_blocks
+                        and bool(np.any(self._learned_leak() >= self._leak_max)))
             residual.append(np.where(leak >= self._leak_max, e.T, y.T * np.sqrt(leak))
                             if learning else y.T * np.sqrt(leak))
         self._mics, self._ref = self._mics[n:], self._ref[n:]
@@ -241,7 +277,14 @@ class EchoCanceller:
             grad = share * np.conj(self._x_spec)[None] * (err_spec / norm)[:, None, :]
             g = np.fft.irfft(grad, 2 * b)
             g[..., b:] = 0.0  # the gradient constraint: a linear, not circular, convolution
-            self._bg += cfg.step * np.fft.rfft(g)
+            # the step shrinks with the share of the error that is echo the foreground missed:
+            # a player talking over the app makes the error large and must not be learned
+            leak = self._learned_leak()
+            missed = leak * np.mean(y_fg**2, axis=1) + self._noise_power
+            share = np.clip(missed / np.maximum(np.mean(e_fg**2, axis=1), 1e-20),
+                            cfg.min_step_share, 1.0)
+            share[leak >= self._leak_max] = 1.0  # not learned yet: learn fast
+            self._bg += (cfg.step * share)[:, None, None] * np.fft.rfft(g)
             # Valin's test (Speex MDF): the background's gain in error, G, must be large
             # against D, the error power times the power of the difference of the filters'
             # outputs (a player talking makes the error large; only a clear gain then counts),
@@ -261,7 +304,20 @@ class EchoCanceller:
             # how much echo the foreground leaves, from blocks where the echo dominates
             echo_p = np.mean(y_fg**2, axis=1)
             resid_p = np.mean(e_fg**2, axis=1)
-            echo_only = resid_p < echo_p  # no loud player on top of the echo
+            echo_only = resid_p - self._noise_power < echo_p  # no loud player on top of it
             self._echo_power += np.where(echo_only, a * (echo_p - self._echo_power), 0.0)
             self._resid_power += np.where(echo_only, a * (resid_p - self._resid_power), 0.0)
+        self._quiet_blocks = 0 if active else self._quiet_blocks + 1
+        if self._quiet_blocks > self._parts:  # the app's echo has died away
+            self._track_noise(np.mean(mics**2, axis=1))
         return e_fg, y_fg, active
+
+    def _track_noise(self, power: np.ndarray) -> None:
+        """The mics' background while the app is quiet: a plain mean at first, then
+        exponential forgetting, rising by at most `noise_rise_db_per_s` (players talk while
+        the app is quiet; their calls are not background)."""
+        self._noise_blocks += 1
+        rate = max(self._noise_alpha, 1.0 / self._noise_blocks)
+        moved = self._noise_power + rate * (power - self._noise_power)
+        self._noise_power = (moved if rate > self._noise_alpha
+                             else np.minimum(moved, self._noise_power * self._noise_rise))
