@@ -12,6 +12,9 @@ It writes, for each game:
   GAME.table.json the table's set-up as 'orderup calibrate' saves it before a game: the
                   same room, mics and voices, each player saying their name in turn
 
+The players speak with flite's voices, which are built from recordings of people (the
+app speaks with espeak-ng, as it does at a table).
+
 Run: .venv/bin/python scripts/make_demo.py [--game desserts] [--out voice/data/demo]
 """
 
@@ -91,8 +94,8 @@ def quiet(seconds: float) -> Step:
 
 DESSERTS = Session(
     game="desserts",
-    players=(("Maya", Voice("en-us+f3", 175, 60)), ("Leo", Voice("en", 165, 40)),
-             ("Priya", Voice("en-029", 170, 55))),
+    players=(("Maya", Voice("flite:slt", 175, 60)), ("Leo", Voice("flite:rms", 165, 40)),
+             ("Priya", Voice("flite:slt", 165, 42))),
     seed=11,
     stacks={"guests": (
         "Rocky", "Chocoholic Chuck", "Lemon Lucy", "Frosty", "Southern Belle", "Peanut Pete",
@@ -139,8 +142,8 @@ DESSERTS = Session(
 
 POUTINE = Session(
     game="poutine",
-    players=(("Ann", Voice("en-us", 180, 45)), ("Bob", Voice("en-029+m3", 165, 50)),
-             ("Cat", Voice("en+f3", 170, 65))),
+    players=(("Ann", Voice("flite:slt", 180, 45)), ("Bob", Voice("flite:awb", 165, 50)),
+             ("Cat", Voice("flite:slt", 170, 65))),
     seed=5,
     stacks={"orders": ("Order 7", "Order 11", "Order 3", "Order 2", "Order 17", "Order 8")},
     steps=(
@@ -159,8 +162,8 @@ POUTINE = Session(
 
 CHAOSTERIA = Session(
     game="chaosteria",
-    players=(("Andy", Voice("en-us", 170, 40)), ("Johnny", Voice("en", 175, 55)),
-             ("Sophie", Voice("en-us+f3", 165, 60))),
+    players=(("Andy", Voice("flite:kal16", 170, 40)), ("Johnny", Voice("flite:awb", 175, 55)),
+             ("Sophie", Voice("flite:slt", 165, 60))),
     seed=3,
     stacks={"dishes": ("Soup", "Salmon", "Steak", "Pizza", "Corn", "Tea", "Wine")},
     steps=(

@@ -1,22 +1,23 @@
 """Measure the recogniser: command accuracy, chatter false accepts and latency, per voice.
 
 Voices are split into a *tune* set (used to choose settings) and a *held-out* set (reported,
-never tuned on). Each call is a synthesised espeak-ng utterance with a 50 ms pre-roll and a
+never tuned on), both espeak-ng, and a *flite* set (flite's voices, built from recordings of
+people; reported, never tuned on). Each call is a synthesised utterance with a 50 ms pre-roll and a
 150 ms tail of silence (the onset detector keeps 100 ms of the room on either side), clean
 (a -45 dB noise floor), in babble (other espeak talkers) at 10 dB SNR, or with clatter: 400 ms
 of the room on either side and one or two knocks of cutlery somewhere in it, each 3-15 dB
 below the call's loudest 10 ms (the onset detector's segment starts at whichever came
 first, so a knock just before a call lands in it); with clatter, 100 clips of knocks alone
 are decoded against every game's grammar too. Chatter is decoded
-against all three game grammars; the tune split uses this script's chatter, the held-out split
-the scene generator's list.
+against all three game grammars; the tune split uses this script's chatter, the others the
+scene generator's list.
 
 With --moments, calls and chatter are decoded where one player may say less than the whole
 game allows (Just Desserts before anyone calls, and for the winner who serves; a cook in Miss
 Poutine) with that player's grammar of the moment, and again with the whole game's grammar:
 chatter counts there only when it is taken for something the player may say.
 
-    .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|both]
+    .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|flite|both|all]
         [--noise clean|babble|clatter|all] [--per-game N] [--tuning JSON] [--backend sphinx]
         [--moments]
 """
@@ -40,12 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.core import GameState
 from engine.decks import chaosteria, desserts, poutine
 from engine.desserts import GotIt
-from scripts.scenes import CHATTER, clatter_hit
+from scripts.scenes import CHATTER, Voice, clatter_hit, synthesizer
 from voice.audio import frame_power
 from voice.games import lookup
 from voice.grammar import Grammar, game_grammar
 from voice.recognize import Recognizer, SphinxTuning, create_recognizer
-from voice.tts import EspeakSynthesizer
 
 RATE_HZ = 16_000
 NOISES = ("clean", "babble", "clatter")
@@ -55,6 +55,9 @@ TUNE = tuple((v, s, p) for v in ("en-us", "en-gb", "en-us+f3", "en+m3")
              for s, p in ((140, 30), (170, 50), (200, 70)))
 HELD_OUT = tuple((v, s, 50) for v in ("en-029", "en-gb-scotland", "en-gb-x-rp", "en+f2")
                  for s in (120, 220))
+FLITE = tuple((f"flite:{v}", s, p) for v in ("awb", "slt", "rms", "kal16")
+              for s, p in ((150, 35), (190, 65)))
+VOICES = {"tune": TUNE, "heldout": HELD_OUT, "flite": FLITE}
 BABBLE_VOICES = (("en-gb-x-gbclan", 160, 40), ("en-us-nyc", 180, 60), ("en+f4", 150, 55),
                  ("en-gb-x-gbcwmd", 170, 45))
 BABBLE_TEXT = ("so then we drove all the way to the coast and it rained the entire weekend "
@@ -70,7 +73,7 @@ TUNE_CHATTER = (
 
 @cache
 def speech(text: str, voice: tuple[str, int, int]) -> np.ndarray:
-    x = EspeakSynthesizer(*voice).render(text).astype(np.float32)
+    x = synthesizer(Voice(*voice)).render(text).astype(np.float32)
     loud = np.flatnonzero(np.abs(x) > 1e-3 * np.abs(x).max())
     return x[loud[0] : loud[-1] + 1]
 
@@ -257,7 +260,8 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Res
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both")
+    parser.add_argument("--split", choices=(*VOICES, "both", "all"), default="both",
+                        help="both: tune and heldout; all: every voice set")
     parser.add_argument("--noise", choices=(*NOISES, "all"), default="all")
     parser.add_argument("--per-game", type=int, default=0, help="calls per game (0: all)")
     parser.add_argument("--backend", default="sphinx")
@@ -270,10 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         "where it is narrower than the game's, and beside it with the whole game's grammar; "
         "chatter counts only when taken for something the player may say then")
     args = parser.parse_args(argv)
-    splits = ("tune", "heldout") if args.split == "both" else (args.split,)
+    splits = {"both": ("tune", "heldout"), "all": tuple(VOICES)}.get(args.split, (args.split,))
     noises = NOISES if args.noise == "all" else (args.noise,)
     jobs = [(v, n, s, args.per_game, args.moments) for s in splits for n in noises
-            for v in (TUNE if s == "tune" else HELD_OUT)]
+            for v in VOICES[s]]
     with Pool(args.jobs, _init, (args.backend, args.tuning)) as pool:
         results = [r for rs in pool.map(run_voice, jobs) for r in rs]
         knocked = pool.map(knocks_accepted, range(KNOCK_CLIPS)) if "clatter" in noises else []

@@ -3,7 +3,9 @@
 A scene is a short recording of a game table: a shoebox room (pyroomacoustics image
 sources for the early reflections, a seeded stochastic tail for the late reverberation),
 a round table with 2–8 seats, one microphone 20–40 cm in front of each player, espeak-ng
-talkers (several voices, speeds and pitches; shouting louder and clipping at times), the
+and flite talkers (several voices, speeds and pitches; shouting louder and clipping at
+times; flite's voices are built from recordings of people, espeak-ng's are formant
+synthesis, whose sounds PocketSphinx's model does not always take for speech), the
 app's narration from a laptop loudspeaker on the table, and background babble (other
 tables' talkers) and clatter (cutlery, plates) at a chosen SNR. Everything is drawn from
 one seed: the same seed gives the same samples, so the same WAV bytes.
@@ -46,7 +48,7 @@ from scipy.signal import butter, fftconvolve, sosfilt
 
 from engine import decks
 from voice.audio import PIPELINE_RATE_HZ, write_wav
-from voice.tts import EspeakSynthesizer
+from voice.tts import EspeakSynthesizer, FliteSynthesizer
 
 RATE_HZ = PIPELINE_RATE_HZ
 SPEED_OF_SOUND_M_S = float(pra.constants.get("c"))
@@ -134,12 +136,18 @@ _LOUDSPEAKER_SOS = butter(2, 300.0, "highpass", fs=RATE_HZ, output="sos")
 
 @dataclass(frozen=True)
 class Voice:
-    """An espeak-ng talker: voice name with optional variant ("en-us+f3"), speed, pitch 0–99."""
+    """A talker: an espeak-ng voice name with optional variant ("en-us+f3") or a flite voice
+    ("flite:slt", :data:`FLITE`), speed, pitch 0–99."""
 
     name: str = "en-us"
     speed_wpm: int = 170
     pitch: int = 50
 
+
+FLITE = "flite:"
+"""A voice name with this prefix is flite's (:class:`voice.tts.FliteSynthesizer`)."""
+FLITE_SHARE = 0.5
+"""Of the talkers a scene set draws, the share that speaks with flite."""
 
 APP_VOICE = Voice("en-us", 170, 50)
 """The app's narration voice (the announcer's default rate)."""
@@ -158,6 +166,7 @@ class Pool:
     """What one split may draw from; the splits' voices, speeds, pitches and rooms are disjoint."""
 
     voices: tuple[str, ...]
+    flite_voices: tuple[str, ...]
     speeds_wpm: tuple[int, ...]
     pitches: tuple[int, ...]
     rooms_m: tuple[tuple[float, float, float], ...]
@@ -171,6 +180,7 @@ SPLITS = {
             for base in ("en-us", "en", "en-029", "en-gb-x-gbclan")
             for variant in ("", "+f3", "+m3")
         ),
+        flite_voices=("flite:awb", "flite:slt"),
         speeds_wpm=(150, 175, 200),
         pitches=(35, 50, 65),
         rooms_m=((4.0, 3.5, 2.6), (5.5, 4.5, 2.7), (7.0, 5.5, 3.0)),
@@ -182,6 +192,7 @@ SPLITS = {
             for base in ("en-gb-scotland", "en-gb-x-gbcwmd")
             for variant in ("", "+f2", "+m5")
         ),
+        flite_voices=("flite:rms", "flite:kal16"),
         speeds_wpm=(135, 215),
         pitches=(25, 80),
         rooms_m=((3.6, 3.2, 2.5), (8.5, 6.5, 3.2)),
@@ -282,8 +293,8 @@ def delays_samples(source_m: np.ndarray, mics_m: np.ndarray) -> np.ndarray:
 
 
 @functools.cache
-def _espeak_version() -> str:
-    program = shutil.which("espeak-ng")
+def _version(program_name: str) -> str:
+    program = shutil.which(program_name)
     if program is None:
         return ""
     return subprocess.run(
@@ -291,20 +302,27 @@ def _espeak_version() -> str:
     ).stdout.strip()
 
 
+def synthesizer(voice: Voice) -> EspeakSynthesizer | FliteSynthesizer:
+    if voice.name.startswith(FLITE):
+        return FliteSynthesizer(voice.name.removeprefix(FLITE), voice.speed_wpm, voice.pitch)
+    return EspeakSynthesizer(voice.name, voice.speed_wpm, voice.pitch)
+
+
 @functools.lru_cache(maxsize=2048)
 def synth(text: str, voice: Voice) -> np.ndarray:
     """``text`` spoken by ``voice``: read-only 16 kHz float32, peak 1, trimmed so sample 0 is
     the onset (first sample above ONSET_FRACTION of the peak) — truth onsets rest on that.
 
-    Cached in memory and on disk under the temp dir, keyed by text, voice and espeak-ng
-    version, so a second run of a scene set synthesises nothing.
+    Cached in memory and on disk under the temp dir, keyed by text, voice and the
+    synthesiser's version, so a second run of a scene set synthesises nothing.
     """
-    key = repr((text, voice.name, voice.speed_wpm, voice.pitch, _espeak_version()))
+    program = "flite" if voice.name.startswith(FLITE) else "espeak-ng"
+    key = repr((text, voice.name, voice.speed_wpm, voice.pitch, _version(program)))
     path = _CACHE_DIR / f"{hashlib.sha1(key.encode()).hexdigest()[:20]}.npy"
     if path.exists():
         pcm = np.load(path)
     else:
-        raw = EspeakSynthesizer(voice.name, voice.speed_wpm, voice.pitch).render(text)
+        raw = synthesizer(voice).render(text)
         peak = float(np.abs(raw).max())
         loud = np.flatnonzero(np.abs(raw) > ONSET_FRACTION * peak)
         pcm = np.round(raw[loud[0] : loud[-1] + 1] / peak * 32767).astype(np.int16)
@@ -312,7 +330,7 @@ def synth(text: str, voice: Voice) -> np.ndarray:
         partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
         np.save(partial, pcm)
         os.replace(partial, path)  # atomic: parallel renderers never read half a file
-    samples = (pcm / 32767).astype(np.float32)  # 16-bit, as espeak-ng made it: same cached or not
+    samples = (pcm / 32767).astype(np.float32)  # 16-bit, as the synthesiser made it: same cached or not
     samples.setflags(write=False)
     return samples
 
@@ -550,7 +568,7 @@ def _announce(layout: Layout, text: str, onset_sample: int, level_db: float) -> 
 
 def _random_voice(pool: Pool, rng: np.random.Generator) -> Voice:
     return Voice(
-        str(rng.choice(pool.voices)),
+        str(rng.choice(pool.flite_voices if rng.uniform() < FLITE_SHARE else pool.voices)),
         int(rng.choice(pool.speeds_wpm)),
         int(rng.choice(pool.pitches)),
     )
@@ -686,7 +704,7 @@ def _render(
             impulse_responses(layout.room, np.array(all_positions), layout.mics_m, rng),
         )
     )
-    n = max(s.onset_sample + s.signal.size for s in speech) + int(tail_s * RATE_HZ)
+    n = max(s.onset_sample + s.signal.size for s in speech) + round(tail_s * RATE_HZ)
     mics = layout.mics_m.shape[0]
 
     audio = np.zeros((mics, n))

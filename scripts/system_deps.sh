@@ -2,7 +2,7 @@
 # Makes sure the Debian packages orderup needs are present: installs them when
 # running as root, otherwise names the exact command to run.
 set -euo pipefail
-needed=(espeak-ng libportaudio2)
+needed=(espeak-ng flite libportaudio2)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -165,7 +165,9 @@ def test_expected_calls_follow_onsets_and_the_tie_window(scenes: list) -> None:
             assert calls == [] and all(u["role"] == "chatter" for u in truth["utterances"])
         elif truth["kind"] == "narration":
             app = [u for u in truth["utterances"] if u["role"] == "app"]
-            assert len(app) == 1 and app[0]["speaker"] is None and len(calls) <= 1
+            # a line, sometimes after another (a canceller that has heard the app before)
+            assert 1 <= len(app) <= 2 and all(u["speaker"] is None for u in app)
+            assert len(calls) <= 1
     gaps = sorted(t["condition"]["gap_ms"] for t, _ in scenes if t["kind"] == "race")
     assert gaps[0] < 40 < gaps[-1], "the test set should hold a tie and a clear winner"
 

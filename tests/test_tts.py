@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import io
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,7 +18,7 @@ import soundfile as sf
 
 from engine.core import spoken_s
 from voice.audio import PIPELINE_RATE_HZ, read_wav
-from voice.tts import Announcer, Pyttsx3Synthesizer, SpeechUnavailable
+from voice.tts import Announcer, FliteSynthesizer, Pyttsx3Synthesizer, SpeechUnavailable
 
 
 class ClockSink:
@@ -111,6 +112,29 @@ def test_the_engine_knows_about_how_long_the_narrator_takes(synth: Pyttsx3Synthe
 def test_unknown_voice_is_a_clear_error() -> None:
     with pytest.raises(SpeechUnavailable, match="no voice 'zz-nowhere'"):
         Pyttsx3Synthesizer(voice="zz-nowhere")
+
+
+def _pitch_hz(samples: np.ndarray) -> float:
+    """Median pitch of the loud 40 ms frames, from each one's autocorrelation peak (60-400 Hz)."""
+    n = 640
+    frames = samples[: samples.size // n * n].reshape(-1, n)
+    loud = frames[np.sum(frames**2, axis=1) > np.median(np.sum(frames**2, axis=1))]
+    lo, hi = PIPELINE_RATE_HZ // 400, PIPELINE_RATE_HZ // 60
+    lags = [lo + int(np.argmax(np.correlate(f, f, "full")[n - 1 + lo : n - 1 + hi])) for f in loud]
+    return PIPELINE_RATE_HZ / float(np.median(lags))
+
+
+@pytest.mark.skipif(shutil.which("flite") is None, reason="flite is not installed")
+def test_flite_speaks_at_the_speed_and_pitch_asked() -> None:
+    text = "next guest rocky craves chocolate"
+    plain = FliteSynthesizer("awb", 170, 50).render(text)
+    slow = FliteSynthesizer("awb", 120, 50).render(text)
+    high = FliteSynthesizer("awb", 170, 90).render(text)
+    assert plain.dtype == np.float32 and 1.0 < plain.size / PIPELINE_RATE_HZ < 3.0
+    assert slow.size > 1.3 * plain.size
+    assert _pitch_hz(high) > 1.2 * _pitch_hz(plain)  # asked: 2 ** 0.4 = 1.32 times
+    with pytest.raises(SpeechUnavailable, match="no voice 'nobody'"):
+        FliteSynthesizer("nobody")
 
 
 def test_announcer_speaks_in_order_without_blocking(synth: Pyttsx3Synthesizer) -> None:
