@@ -334,3 +334,24 @@ def test_live_source_merges_devices_and_reports_problems() -> None:
     assert [f.start_sample for f in frames] == list(
         np.cumsum([0] + [f.n_samples for f in frames[:-1]])
     )
+
+
+def test_a_device_that_stops_first_still_delivers_all_it_sent() -> None:
+    """Device 0 sends all its blocks and stops before device 1 sends any (threads race so at a
+    live table); when device 1 stops too, the end of the stream holds all of device 0's audio."""
+    merger = DeviceMerger([2, 1], on_status=lambda status: None)
+    out = []
+    for i in range(10):
+        merger.push(0, np.full((320, 2), 0.1 * (i + 1), np.float32))
+        out.append(merger.pop())
+    merger.mark_lost(0, "stream stopped")
+    for _ in range(3):
+        merger.push(1, np.full((320, 1), -0.5, np.float32))
+        out.append(merger.pop())
+    merger.mark_lost(1, "stream stopped")
+    out.append(merger.pop())
+    audio = np.concatenate(out)
+    assert audio.shape == (3200, 3)
+    np.testing.assert_allclose(audio[::320, 0], 0.1 * np.arange(1, 11), rtol=1e-6)
+    np.testing.assert_array_equal(audio[:960, 2], -0.5)
+    np.testing.assert_array_equal(audio[960:, 2], 0.0)

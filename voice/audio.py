@@ -553,16 +553,16 @@ class DeviceMerger:
             self._on_status(DeviceStatus(device, "lost", f"device {device} lost: {why}"))
 
     def pop(self) -> np.ndarray:
-        """All merged samples every live device has delivered so far, shape (n, channels)."""
+        """All merged samples every live device has delivered so far, shape (n, channels);
+        once every device is lost, all that any of them delivered (the end of the stream)."""
         live = [d for d in range(len(self._pending)) if d not in self.lost]
-        if not live:
-            return np.zeros((0, self.channels), np.float32)
         lengths = {d: self._pending[d].shape[0] for d in live}
         for d in live:
             if max(lengths.values()) - lengths[d] > self.stall_samples:
                 self.mark_lost(d, f"no audio for {self.stall_samples} samples")
         live = [d for d in live if d not in self.lost]
-        n = min(self._pending[d].shape[0] for d in live)
+        n = min((self._pending[d].shape[0] for d in live),
+                default=max(p.shape[0] for p in self._pending))
         cols = []
         for d, c in enumerate(self.channels_per_device):
             got = self._pending[d][:n]  # a lost device's last samples, then silence
