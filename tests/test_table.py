@@ -182,6 +182,33 @@ def test_utterances_are_decoded_in_onset_order(tmp_path: Path) -> None:
     assert len(decoded) == 2 and decoded[0] > decoded[1]
 
 
+def test_a_call_on_a_phrase_still_being_named_waits_for_it(tmp_path: Path) -> None:
+    """Ann and Bob call; Ann serves "brownie and … sorbet" (a valid serve without Rocky's
+    favorite) and Bob says "favorite" in her pause: he may only trump a serve that has been
+    named, so his call is decoded once her whole phrase is, then he serves the favorite."""
+    ann, bob = {"voice": "en-us", "amplitude": 0.6}, {"voice": "en-us+f3", "amplitude": 0.6}
+    first = synth("brownie and", **ann)
+    favorite = synth("favorite", **bob)
+    start = int(3.0 * RATE)
+    pause_at = start + len(first)
+    assert len(favorite) < int(0.8 * RATE)  # Bob is done before Ann goes on
+    scene = mix_scene([
+        (0, synth("got it", **ann), int(1.0 * RATE)), (1, synth("got it", **bob), int(1.4 * RATE)),
+        (0, first, start), (1, favorite, pause_at + int(0.05 * RATE)),
+        (0, synth("sorbet", **ann), pause_at + int(0.9 * RATE)),
+        (1, synth("rocky road", **bob), pause_at + int(2.0 * RATE)),
+    ], 2, noise_snr_db=35.0, seed=6, length=int(8.0 * RATE))
+    wav = tmp_path / "trump.wav"
+    write_wav(wav, scene.audio, RATE)
+    loop = loop_for(tmp_path)
+    items = [i for frame in WavSource(wav) for i in loop.feed(frame)] + loop.finish()
+    heard = [(i.player, i.text, i.understood) for i in items if type(i).__name__ == "Heard"]
+    assert heard == [("Ann", "got it", True), ("Bob", "got it", True),
+                     ("Ann", "brownie and sorbet", True), ("Bob", "favorite", True),
+                     ("Bob", "rocky road", True)], heard
+    assert loop.referee.state.summary()["players"]["Bob"]["guests"] == 1
+
+
 def test_at_a_calibrated_table_the_rooms_noise_is_not_a_call() -> None:
     """Calibration refuses a player heard less than 10 dB over their mic's noise; an
     utterance that quiet is the room (babble in a lull of the app's narration, say)."""

@@ -224,11 +224,21 @@ class TableLoop:
         out: list[Heard | Event] = []
         while True:
             out += self._referee(self.arbiter.ready())
-            held = {(seg.onset_s, seg.mic) for seg, *_ in self._held.values()}
-            waiting = [key for key in self.arbiter.unresolved() if key not in held]
-            if not waiting or waiting[0] not in self._ended:
+            key = self._next_to_decode()
+            if key is None:
                 return out
-            self._recognise(self._ended.pop(waiting[0]))
+            self._recognise(self._ended.pop(key))
+
+    def _next_to_decode(self) -> tuple[float, int] | None:
+        """The utterance to decode next, once it has ended: the earliest not decoded yet. After
+        an unfinished phrase waiting for its continuation (``_held``), only a continuation: a
+        later call's grammar of the moment depends on that phrase ("favorite" may be called on
+        the dessert a player is still naming), so it is decoded once the phrase is refereed."""
+        held = {(seg.onset_s, seg.mic) for seg, *_ in self._held.values()}
+        waiting = [key for key in self.arbiter.unresolved() if key not in held]
+        if held and waiting and min(held) < waiting[0]:
+            waiting = [key for key in waiting if key[1] in self._held]
+        return waiting[0] if waiting and waiting[0] in self._ended else None
 
     def _referee(self, ready: Sequence[Utterance]) -> list[Heard | Event]:
         """Hear released utterances, then let the game clock run to what is settled."""
