@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -50,32 +51,55 @@ def test_synthesiser_renders_speech(synth: Pyttsx3Synthesizer) -> None:
     assert float(np.sqrt(np.mean(long**2))) > 0.01
 
 
-class FlakyEngine:
-    """Stands in for pyttsx3's engine: writes an empty WAV on the first ``empty`` renders,
-    then the real engine's audio (the driver's race, made to happen on demand)."""
+class LateEngine:
+    """Stands in for pyttsx3's engine as its espeak driver behaves on a busy machine:
+    ``runAndWait`` returns while espeak-ng is still synthesising on a thread of its own; the
+    file is written, and "finished-utterance" sent, ``delay_s`` later (never, with None)."""
 
-    def __init__(self, engine: object, empty: int) -> None:
-        self.engine, self.empty, self.path = engine, empty, ""
+    def __init__(self, audio: np.ndarray, delay_s: float | None) -> None:
+        self.audio, self.delay_s, self.path = audio, delay_s, ""
+        self.finished: list[Callable[..., None]] = []
+
+    def connect(self, topic: str, callback: Callable[..., None]) -> None:
+        if topic == "finished-utterance":
+            self.finished.append(callback)
+
+    def setProperty(self, name: str, value: object) -> None:
+        pass
 
     def save_to_file(self, text: str, path: str) -> None:
         self.path = path
-        if self.empty == 0:
-            self.engine.save_to_file(text, path)  # type: ignore[attr-defined]
 
     def runAndWait(self) -> None:
-        if self.empty > 0:
-            self.empty -= 1
-            sf.write(self.path, np.zeros(0, np.int16), 22050)
-        else:
-            self.engine.runAndWait()  # type: ignore[attr-defined]
+        def finish(path: str) -> None:
+            sf.write(path, self.audio, 22050, subtype="PCM_16")
+            for callback in self.finished:
+                callback(name=None, completed=True)
+
+        if self.delay_s is not None:
+            threading.Timer(self.delay_s, finish, (self.path,)).start()
 
 
-def test_a_render_that_comes_back_empty_is_rendered_again(synth: Pyttsx3Synthesizer,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(synth, "_engine", FlakyEngine(synth._engine, empty=2))
-    assert len(synth.render("Maya first.")) > PIPELINE_RATE_HZ // 4
-    monkeypatch.setattr(synth, "_engine", FlakyEngine(synth._engine, empty=synth.TRIES))
+def late_synth(monkeypatch: pytest.MonkeyPatch, audio: np.ndarray,
+               delay_s: float | None) -> Pyttsx3Synthesizer:
+    import pyttsx3
+
+    monkeypatch.setattr(pyttsx3, "init", lambda driver: LateEngine(audio, delay_s))
+    return Pyttsx3Synthesizer()
+
+
+def test_a_render_waits_until_the_line_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    tone = 0.3 * np.sin(np.arange(22050) * 2 * np.pi * 220 / 22050)
+    samples = late_synth(monkeypatch, tone, delay_s=0.3).render("Maya first.")
+    assert len(samples) == PIPELINE_RATE_HZ
+
+
+def test_a_line_rendered_to_nothing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SpeechUnavailable, match="rendered no audio for 'Maya first.'"):
+        late_synth(monkeypatch, np.zeros(0), delay_s=0.0).render("Maya first.")
+    synth = late_synth(monkeypatch, np.zeros(0), delay_s=None)
+    monkeypatch.setattr(synth, "RENDER_TIMEOUT_S", 0.2)
+    with pytest.raises(SpeechUnavailable, match="did not finish 'Maya first.'"):
         synth.render("Maya first.")
 
 

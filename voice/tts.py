@@ -15,6 +15,7 @@ import os
 import queue
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -56,8 +57,10 @@ class Pyttsx3Synthesizer:
                 f"cannot start espeak-ng through pyttsx3 ({exc}); install it with "
                 "'apt-get install espeak-ng'"
             ) from exc
-        _keep_the_last_buffer(self._engine)
+        _repair_driver(self._engine)
         self._lock = threading.Lock()
+        self._finished = threading.Event()
+        self._engine.connect("finished-utterance", lambda **_: self._finished.set())
         self._engine.setProperty("rate", rate_wpm)
         if voice:
             self._engine.setProperty("voice", self._voice_id(voice))
@@ -73,32 +76,42 @@ class Pyttsx3Synthesizer:
         known = ", ".join(sorted(str(v.name) for v in voices)[:12])
         raise SpeechUnavailable(f"no voice {name!r} (some known voices: {known}, ...)")
 
-    TRIES = 3
-    """Renders of one line before giving up on a file with no samples: what pyttsx3's espeak
-    driver writes when the whole line came in the buffer it loses (see
-    :func:`_keep_the_last_buffer`), where that repair does not apply."""
+    RENDER_TIMEOUT_S = 30.0
+    """Longest wait for espeak-ng to finish a line (a long line renders in tens of ms)."""
 
     def render(self, text: str) -> np.ndarray:
+        """``text`` rendered to a temporary WAV file and read back.
+
+        pyttsx3's ``runAndWait`` (2.99, espeak driver) returns about 10 ms after it starts
+        espeak-ng, which synthesises on a thread of its own: on a busy machine before the
+        file is written. The file is read once the driver reports the line finished, which it
+        does after writing it."""
         with self._lock, tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "say.wav")
-            for _ in range(self.TRIES):
-                with contextlib.redirect_stdout(io.StringIO()):
-                    self._engine.save_to_file(text, path)
-                    self._engine.runAndWait()
-                try:
-                    samples = read_wav(path, PIPELINE_RATE_HZ)
-                except AudioFileError:
-                    continue
-                return np.ascontiguousarray(samples[:, 0], dtype=np.float32)
-        raise SpeechUnavailable(f"espeak-ng rendered no audio for {text!r} in {self.TRIES} tries")
+            self._finished.clear()
+            self._engine.save_to_file(text, path)
+            self._engine.runAndWait()
+            if not self._finished.wait(self.RENDER_TIMEOUT_S):
+                raise SpeechUnavailable(f"espeak-ng did not finish {text!r} in {self.RENDER_TIMEOUT_S:.0f} s")
+            try:
+                samples = read_wav(path, PIPELINE_RATE_HZ)
+            except AudioFileError as exc:
+                raise SpeechUnavailable(f"espeak-ng rendered no audio for {text!r} ({exc})") from None
+            return np.ascontiguousarray(samples[:, 0], dtype=np.float32)
 
 
-def _keep_the_last_buffer(engine: Any) -> None:
-    """Repair pyttsx3's espeak driver (2.99): espeak-ng hands over the audio in buffers of up
-    to a second, and the driver writes its file on the end-of-message event before it adds the
-    samples of the buffer that event came with, so a render now and then loses its last
-    second, or everything. The callback registered here adds a buffer's samples first; a
-    driver without these internals is left as it is."""
+def _repair_driver(engine: Any) -> None:
+    """Repair pyttsx3's espeak driver (2.99) in two ways; a driver without these internals is
+    left as it is.
+
+    espeak-ng hands over the audio in buffers of up to a second, and the driver writes its
+    file on the end-of-message event before it adds the samples of the buffer that event came
+    with, so a render would now and then lose its last second, or everything. The callback
+    registered here adds a buffer's samples first.
+
+    The driver prints "Audio saved to …" from espeak-ng's thread after each file; silenced
+    here, as catching it by redirecting ``sys.stdout`` would also swallow what the other
+    threads print meanwhile (the table's display, the demo's lines)."""
     driver: Any = getattr(getattr(engine, "proxy", None), "_driver", None)
     if not all(hasattr(driver, name) for name in ("_onSynth", "_data_buffer", "_speaking")):
         return
@@ -110,6 +123,8 @@ def _keep_the_last_buffer(engine: Any) -> None:
         return int(driver._onSynth(wav, 0, events))
 
     _espeak.SetSynthCallback(on_synth)
+    driver_module: Any = sys.modules[type(driver).__module__]
+    driver_module.print = lambda *args, **kwargs: None
 
 
 class EspeakSynthesizer:
