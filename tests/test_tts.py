@@ -64,9 +64,6 @@ class LateEngine:
         if topic == "finished-utterance":
             self.finished.append(callback)
 
-    def setProperty(self, name: str, value: object) -> None:
-        pass
-
     def save_to_file(self, text: str, path: str) -> None:
         self.path = path
 
@@ -131,6 +128,15 @@ def test_the_buffer_that_ends_a_line_is_kept(synth: Pyttsx3Synthesizer, tmp_path
 def test_the_engine_knows_about_how_long_the_narrator_takes(synth: Pyttsx3Synthesizer, line: str) -> None:
     said_s = len(synth.render(line)) / PIPELINE_RATE_HZ
     assert spoken_s(line, 170) == pytest.approx(said_s, abs=1.0)
+
+
+def test_each_synthesiser_speaks_at_its_own_rate() -> None:
+    """espeak-ng's rate is one for the whole process: each line is spoken at its own
+    synthesiser's, whatever another one set last."""
+    slow, fast = Pyttsx3Synthesizer(rate_wpm=120), Pyttsx3Synthesizer(rate_wpm=220)
+    line = "Maya first. Leo takes Rocky and draws a card."
+    first, quick, again = (len(s.render(line)) for s in (slow, fast, slow))
+    assert again == pytest.approx(first, rel=0.05) and first > 1.5 * quick
 
 
 def test_unknown_voice_is_a_clear_error() -> None:

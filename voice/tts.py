@@ -61,9 +61,8 @@ class Pyttsx3Synthesizer:
         self._lock = threading.Lock()
         self._finished = threading.Event()
         self._engine.connect("finished-utterance", lambda **_: self._finished.set())
-        self._engine.setProperty("rate", rate_wpm)
-        if voice:
-            self._engine.setProperty("voice", self._voice_id(voice))
+        self.rate_wpm = rate_wpm
+        self._voice = self._voice_id(voice) if voice else None
 
     def _voice_id(self, name: str) -> str:
         voices = self._engine.getProperty("voices")
@@ -88,16 +87,42 @@ class Pyttsx3Synthesizer:
         does after writing it."""
         with self._lock, tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "say.wav")
+            _set_voice_and_rate(self._voice, self.rate_wpm)
             self._finished.clear()
             self._engine.save_to_file(text, path)
             self._engine.runAndWait()
             if not self._finished.wait(self.RENDER_TIMEOUT_S):
-                raise SpeechUnavailable(f"espeak-ng did not finish {text!r} in {self.RENDER_TIMEOUT_S:.0f} s")
+                raise SpeechUnavailable(
+                    f"espeak-ng did not finish {text!r} in {self.RENDER_TIMEOUT_S:.0f} s")
             try:
                 samples = read_wav(path, PIPELINE_RATE_HZ)
             except AudioFileError as exc:
-                raise SpeechUnavailable(f"espeak-ng rendered no audio for {text!r} ({exc})") from None
+                raise SpeechUnavailable(
+                    f"espeak-ng rendered no audio for {text!r} ({exc})") from None
             return np.ascontiguousarray(samples[:, 0], dtype=np.float32)
+
+
+def _set_voice_and_rate(voice: str | None, rate_wpm: int) -> None:
+    """Give espeak-ng ``voice`` (an id, or its own default) and ``rate_wpm`` for the next line,
+    and wait until it has taken them.
+
+    They are espeak-ng's, one setting for the whole process, so they are set before every
+    line, not once per engine. pyttsx3 2.99 runs espeak-ng asynchronously, where a parameter
+    waits in espeak-ng's command queue, and each ``runAndWait`` cancels whatever is still
+    queued before it speaks (its end-of-loop command stops espeak-ng when busy): a rate set
+    through the engine was now and then dropped, and a line came out at the driver's own
+    initial 200 words per minute (5.69 s for a line of 6.65 s at 170), or, the cancel
+    racing the line itself, empty."""
+    from pyttsx3.drivers import _espeak
+
+    if voice:
+        _espeak.SetVoiceByName(voice.encode())
+    _espeak.SetParameter(_espeak.RATE, rate_wpm, 0)
+    deadline = time.monotonic() + 5.0
+    while _espeak.IsPlaying():
+        if time.monotonic() > deadline:
+            raise SpeechUnavailable("espeak-ng stayed busy for 5 s")
+        time.sleep(0.001)
 
 
 def _repair_driver(engine: Any) -> None:
