@@ -171,7 +171,7 @@ class Grammar:
     @cached_property
     def fsg(self) -> Fsg:
         """The minimal deterministic word graph of the phrases: every phrase has exactly one
-        path, so a recogniser's lattice posterior for it is not split over equivalent paths."""
+        path, and the search carries no equivalent paths side by side."""
         arcs: list[Transition] = []
         count = 2  # state 0 is the start, state 1 the final state
 

@@ -7,8 +7,9 @@ Out-of-grammar speech must come back *not understood* (DESIGN principle 5):
 
 * ``sphinx`` decodes with a finite-state grammar of exactly the allowed phrases (the minimal
   word graph, one path per phrase), with the grammar's rivals beside it, far less likely
-  (:attr:`SphinxTuning.rival_weight`), and judges the best path by its lattice posterior,
-  its acoustic fit and how much speech it leaves unexplained (see :class:`SphinxTuning`).
+  (:attr:`SphinxTuning.rival_weight`), takes the search's best path through that graph
+  (Viterbi), and judges it by how much worse its words fit the audio than any sequence of
+  phones does, and how much speech it leaves unexplained (see :class:`SphinxTuning`).
 * ``vosk`` decodes with the phrase list plus ``[unk]`` where the model has it (its rival for
   everything else: a phrase list cannot weigh rivals); a result containing ``[unk]`` or not
   exactly an allowed phrase is not understood.
@@ -43,7 +44,8 @@ class RecognizerError(ValueError):
 @dataclass(frozen=True)
 class Hypothesis:
     """What was heard: the text (the allowed phrase when understood), whether it is an allowed
-    phrase, a confidence in [0, 1], and word timings in seconds from the start of the audio."""
+    phrase, a confidence in [0, 1] (0 when not understood), and word timings in seconds from
+    the start of the audio."""
 
     text: str
     understood: bool
@@ -103,14 +105,23 @@ def _decode_whole(recognizer: Recognizer, samples: np.ndarray, grammar: Grammar)
 class SphinxTuning:
     """When a grammar result counts as understood, and raw PocketSphinx options.
 
+    The result is the search's Viterbi path, not the best path through its word lattice
+    (PocketSphinx's ``bestpath``): the lattice's best path ignores the grammar's arc weights,
+    so a rival phrase weighs as much as the player's own, and it need not reach the grammar's
+    final state, so a long order could come out cut short ("… and chocolate" for "… and
+    chocolate cake"), while it charges silence between words, so a call followed by quiet
+    could lose to a rival word stretched over both ("pass" heard as "custard").
     Out-of-grammar speech still comes out as *some* phrase of a grammar-only search, so a
-    result must also pass three scores computed from the best path (no second decode), and
-    hold some speech at all:
+    result must also pass two scores computed from that path, and hold some speech at all:
 
-    * `min_posterior`: every word's lattice posterior (no close rival phrase; a word with two
-      pronunciations said halfway between them, an en-us "favorite", splits it near 0.5);
-    * `max_fit`: the words' mean acoustic cost per frame against the best senone of each frame
-      (an unconstrained senone loop): chatter forced into a phrase fits it badly;
+    * `max_gap`: how much more the path's words cost per frame (acoustic log-likelihood,
+      nats) than the best sequence of any phones over the same frames (a free phone loop,
+      decoded from the same audio): chatter forced into a phrase fits it far worse than
+      its own sounds; a call fits about as well. Unlike a cost against the best senone of
+      each frame, it does not grow with what any speech pays in that model (a voice unlike
+      its training, noise, a neighbour turned down), only with what the phrase adds. The
+      hypothesis's confidence is the logistic of the margin, ``1 / (1 + e^(gap - max_gap))``
+      (0.5 at the gate);
     * `max_speech_as_silence`: the share of speech-like frames (loud in the voice's band,
       :func:`voice.audio.speech_like_frames`) the path explains as silence or filler: chatter
       partly matched leaves speech as "silence"; a knock around a call is not speech left over;
@@ -120,8 +131,7 @@ class SphinxTuning:
     Chosen on synthesised *tune* voices only (scripts/measure_recognition.py).
     """
 
-    min_posterior: float = 0.4
-    max_fit: float = 5.0
+    max_gap: float = 3.0
     max_speech_as_silence: float = 0.1
     min_speech_ms: float = MIN_SPEECH_MS
     rival_weight: float = 1e-6
@@ -142,14 +152,9 @@ _FRAME = SPEECH_FRAME
 _MARGIN_BEFORE, _MARGIN_AFTER = 5 * _FRAME, 10 * _FRAME
 """Audio kept before the first and after the last loud frame (a short pre-roll and tail)."""
 _ROOM_AFTER = (np.random.default_rng(0).standard_normal(20 * _FRAME) * 1e-3).astype(np.float32)
-"""200 ms of a quiet room (white noise at -60 dBFS) put after every call before it is decoded.
-PocketSphinx's lattice best path can end on a path that never reached the grammar's final
-state when the audio stops soon after the last word: with only the 100 ms the trim keeps, a
-British "pass" came out as "got" (the start of "got it") and an "i pass" as "i got". Room to
-close the phrase in silence settles the path (scripts/measure_recognition.py: tune voices,
-clean, 84.3 % -> 88.9 % of calls right). In 10 dB babble, where the sudden quiet is least like
-the room, it costs (with the thresholds of SphinxTuning): 15.0 % -> 4.9 % right, chatter
-accepted 12.2 % -> 2.9 % (README)."""
+"""200 ms of a quiet room (white noise at -60 dBFS) put after every call before it is decoded:
+room for the path to close the phrase in silence, when the audio stops soon after the last
+word."""
 
 
 def _trim(samples: np.ndarray) -> tuple[np.ndarray, int]:
@@ -180,15 +185,35 @@ def decode_afresh(decoder: Any, samples: np.ndarray) -> None:
 
 @dataclass(frozen=True)
 class _Spoken:
-    """One word of the best path: its timing, lattice posterior, acoustic cost against the
-    best senones, frames, and the share of its frames that are speech
+    """One word of the best path: its timing, its acoustic cost and the phone loop's over the
+    same frames (nats), its frames, and the share of them that are speech
     (:func:`voice.audio.speech_like_frames`)."""
 
     word: Word
-    posterior: float
     cost: float
+    loop_cost: float
     frames: int
     speech_share: float
+
+
+_SCORE_SCALE = 1 << 10
+"""PocketSphinx's search keeps its scores shifted right by 10 bits (SENSCR_SHIFT), and a
+Viterbi path's word scores come out in those units: times this, natural log units."""
+
+_PHONE_LOOP = "phones"
+"""The search name of the free phone loop (every phone after any, no phone language model)."""
+
+
+def _cost(seg: Any) -> float:
+    """A Viterbi path segment's acoustic cost in nats (inf where its score underflowed)."""
+    return -math.log(seg.ascore) * _SCORE_SCALE if seg.ascore > 0 else math.inf
+
+
+def _spans_cost(spans: list[tuple[int, int, float]], first: int, last: int) -> float:
+    """The cost of ``spans`` (first frame, last frame, cost) over frames ``first..last``, a
+    span cut by that range counted by its share of frames inside."""
+    return sum(c * (min(b, last) - max(a, first) + 1) / (b - a + 1)
+               for a, b, c in spans if min(b, last) >= max(a, first))
 
 
 _FADING_SPEECH_SHARE = 0.5
@@ -212,6 +237,9 @@ class _SphinxStream:
         d, tuning = self._decoder, self._owner.tuning
         audio, start = _trim(np.concatenate(self._blocks) if self._blocks else np.zeros(0, np.float32))
         audio = np.concatenate([audio, _ROOM_AFTER])
+        d.activate_search(_PHONE_LOOP)
+        decode_afresh(d, audio)
+        phones = [(seg.start_frame, seg.end_frame, _cost(seg)) for seg in d.seg() or ()]
         d.activate_search(self._search)
         decode_afresh(d, audio)
         if d.hyp() is None:
@@ -220,6 +248,8 @@ class _SphinxStream:
         spoken: list[_Spoken] = []
         silent_speech = 0
         for seg in d.seg():
+            if seg.word == "(NULL)":  # a null transition of the grammar: no word, no frames
+                continue
             span = slice(seg.start_frame, seg.end_frame + 1)
             if seg.word.startswith(("<", "[")):
                 silent_speech += int(speech[span].sum()) if seg.word not in ("<s>", "</s>") else 0
@@ -227,22 +257,21 @@ class _SphinxStream:
             t0 = (start + seg.start_frame * _FRAME) / RATE_HZ
             t1 = t0 + (seg.end_frame + 1 - seg.start_frame) * _FRAME / RATE_HZ
             spoken.append(_Spoken(
-                (seg.word.split("(", 1)[0], t0, t1), float(seg.prob),
-                -math.log(seg.ascore) if seg.ascore > 0 else math.inf,  # underflow: no fit
+                (seg.word.split("(", 1)[0], t0, t1), _cost(seg),
+                _spans_cost(phones, seg.start_frame, seg.end_frame),
                 seg.end_frame - seg.start_frame + 1, float(speech[span].mean()),
             ))
         if self._fading_tail(spoken):
             spoken.pop()
-        posterior = min((w.posterior for w in spoken), default=1.0)
         frames = sum(w.frames for w in spoken)
-        fit = sum(w.cost for w in spoken) / frames if frames else math.inf
+        gap = sum(w.cost - w.loop_cost for w in spoken) / frames if frames else math.inf
         speech_frames = int(speech.sum())
         speech_as_silence = silent_speech / max(1, speech_frames)
-        ok = (posterior >= tuning.min_posterior and fit <= tuning.max_fit
-              and speech_as_silence <= tuning.max_speech_as_silence
+        ok = (gap <= tuning.max_gap and speech_as_silence <= tuning.max_speech_as_silence
               and speech_frames * _FRAME >= tuning.min_speech_ms * RATE_HZ / 1000)
         words = tuple(w.word for w in spoken)
-        return _judge(self._grammar, [w for w, _, _ in words], words, posterior, ok)
+        confidence = 1.0 / (1.0 + math.exp(min(gap - tuning.max_gap, 700.0)))
+        return _judge(self._grammar, [w for w, _, _ in words], words, confidence, ok)
 
     def _fading_tail(self, spoken: list[_Spoken]) -> bool:
         """Whether the last word only leaves a whole phrase unfinished ("eclair and") and is
@@ -285,7 +314,8 @@ class SphinxRecognizer:
         import pocketsphinx
 
         self.tuning = tuning or SphinxTuning()
-        kwargs: dict[str, Any] = {"lm": None, "loglevel": "FATAL", **dict(self.tuning.config)}
+        kwargs: dict[str, Any] = {"lm": None, "loglevel": "FATAL", **dict(self.tuning.config),
+                                  "bestpath": False}
         if model_dir is not None:
             kwargs.update(hmm=str(model_dir / "en-us" / "en-us"),
                           dict=str(model_dir / "en-us" / "cmudict-en-us.dict"))
@@ -300,6 +330,7 @@ class SphinxRecognizer:
             import pocketsphinx
 
             decoder = pocketsphinx.Decoder(self._config)
+            decoder.add_allphone_file(_PHONE_LOOP, None)
             self._local.decoder, self._local.searches, self._local.spelled = decoder, set(), set()
             with self._lock:
                 for word, phones in self._pronunciations.items():
