@@ -51,12 +51,16 @@ def check(game: str, recording: Path, truth: Path) -> None:
 
 KNOWN_GAP = pytest.mark.xfail(
     strict=True,
-    reason="in simulated rooms the recogniser still misses or rejects many calls and bleed "
-    "copies are still reported (bench/README.md), so replayed games drift from the truth",
+    reason="in clatter and babble (20 dB) knocks set onsets, calls under another's are found "
+    "late, and a few calls are taken for another phrase (README, 'Whole games'), so these "
+    "replayed games drift from the truth",
 )
 
 
-@KNOWN_GAP
+@pytest.mark.xfail(strict=True, reason="every call is heard right, but Leo's 'got it' 25 ms "
+                   "after Priya's, a tie in the truth, has its onset found 28 ms late under her "
+                   "bleed (voice/onsets.py, 'Known limits'): 'Priya first', and the game goes "
+                   "its own way from there")
 def test_the_bundled_demo_replays_to_its_true_final_scores(tmp_path: Path) -> None:
     for name in ("desserts.ogg", "desserts.app.ogg", "desserts.table.json"):
         (tmp_path / name).write_bytes((DEMO / name).read_bytes())
