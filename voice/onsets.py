@@ -52,9 +52,10 @@ re-scans began (each finding its rise within 10 ms of its start; the first after
 quiet residual; at most `confirm_ms` long) finds Leo's "got it" 25 ms after Priya's in the
 bundled demo 0.4 ms off (28 ms late now) and that Bob right, but on the bench's scenes it
 moved 19 onsets more than 2 ms further from the truth and 9 closer, most of the 19 to before
-the call (the chain began on what the bleed's removal left). Well into a reverberant call (RT60 0.2-0.8 s) its copies on
-other mics are still reported at times; background that is loud against the calls (babble or
-clatter 5-10 dB under them) still triggers onsets and can hide calls.
+the call (the chain began on what the bleed's removal left). Well into a reverberant call
+(RT60 0.2-0.8 s) its copies on other mics are still reported at times; background that is
+loud against the calls (babble or clatter 5-10 dB under them) still triggers onsets and can
+hide calls.
 """
 
 from __future__ import annotations

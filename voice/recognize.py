@@ -237,30 +237,29 @@ class _SphinxStream:
         d, tuning = self._decoder, self._owner.tuning
         audio, start = _trim(np.concatenate(self._blocks) if self._blocks else np.zeros(0, np.float32))
         audio = np.concatenate([audio, _ROOM_AFTER])
-        d.activate_search(_PHONE_LOOP)
-        decode_afresh(d, audio)
-        phones = [(seg.start_frame, seg.end_frame, _cost(seg)) for seg in d.seg() or ()]
         d.activate_search(self._search)
         decode_afresh(d, audio)
         if d.hyp() is None:
             return Hypothesis.nothing()
+        # a null transition of the grammar is no word and holds no frames
+        path = [(seg.word, seg.start_frame, seg.end_frame, _cost(seg))
+                for seg in d.seg() if seg.word != "(NULL)"]
+        d.activate_search(_PHONE_LOOP)
+        decode_afresh(d, audio)
+        phones = [(seg.start_frame, seg.end_frame, _cost(seg)) for seg in d.seg() or ()]
         speech = speech_like_frames(audio)
         spoken: list[_Spoken] = []
         silent_speech = 0
-        for seg in d.seg():
-            if seg.word == "(NULL)":  # a null transition of the grammar: no word, no frames
+        for word, first, last, cost in path:
+            span = slice(first, last + 1)
+            if word.startswith(("<", "[")):
+                silent_speech += int(speech[span].sum()) if word not in ("<s>", "</s>") else 0
                 continue
-            span = slice(seg.start_frame, seg.end_frame + 1)
-            if seg.word.startswith(("<", "[")):
-                silent_speech += int(speech[span].sum()) if seg.word not in ("<s>", "</s>") else 0
-                continue
-            t0 = (start + seg.start_frame * _FRAME) / RATE_HZ
-            t1 = t0 + (seg.end_frame + 1 - seg.start_frame) * _FRAME / RATE_HZ
-            spoken.append(_Spoken(
-                (seg.word.split("(", 1)[0], t0, t1), _cost(seg),
-                _spans_cost(phones, seg.start_frame, seg.end_frame),
-                seg.end_frame - seg.start_frame + 1, float(speech[span].mean()),
-            ))
+            t0 = (start + first * _FRAME) / RATE_HZ
+            t1 = t0 + (last + 1 - first) * _FRAME / RATE_HZ
+            spoken.append(_Spoken((word.split("(", 1)[0], t0, t1), cost,
+                                  _spans_cost(phones, first, last), last - first + 1,
+                                  float(speech[span].mean())))
         if self._fading_tail(spoken):
             spoken.pop()
         frames = sum(w.frames for w in spoken)
