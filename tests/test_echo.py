@@ -187,3 +187,43 @@ def test_a_player_calling_over_the_app_at_a_noisy_table_is_heard() -> None:
                     e.segment.mic, e.segment.onset_sample, e.segment.end_sample) <= 0.5:
                 heard.append((e.segment.mic, e.segment.onset_sample))
     assert [onset for mic, onset in heard if mic == 1 and 0 <= onset - call_at <= 50 * MS]
+
+
+@pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
+@pytest.mark.parametrize("seed", [6, 7, 8])
+def test_a_player_calling_as_the_app_starts_a_line_is_heard(seed: int) -> None:
+    """The app has talked for a while and the canceller knows the room; a player calls
+    "bell" the moment the app starts its next line, only 3 dB above the app's echo on their
+    mic. Blocks where the player is no louder than the echo must not be taken for echo the
+    canceller missed (the player would then be judged against the app's whole echo): heard,
+    with its onset."""
+    first = synth("next guest Rocky craves chocolate and frozen; favorite rocky road",
+                  voice="en-us", amplitude=0.5)
+    second = synth("Johnny: nobody ordered the steak", voice="en-us", amplitude=0.5)
+    bell = synth("bell", voice="en-gb-scotland", amplitude=0.5)
+    second_at = PIPELINE_RATE_HZ + first.size + 8000
+    n = second_at + second.size + PIPELINE_RATE_HZ
+    reference = np.zeros(n, np.float32)
+    reference[PIPELINE_RATE_HZ : PIPELINE_RATE_HZ + first.size] = first
+    reference[second_at : second_at + second.size] = second
+    echo = play(reference, loudspeaker_paths(3, 0.4, seed), n)
+    scene = mix_scene([(0, bell, second_at)], 3, noise_snr_db=40, seed=seed, length=n)
+    talk = slice(second_at, second_at + bell.size)
+    player = scene.audio * np.sqrt(10 ** 0.3 * np.mean(echo[talk, 0] ** 2)
+                                   / np.mean(scene.audio[talk, 0] ** 2))
+    mics = (player + echo).astype(np.float32)
+
+    ec, det = EchoCanceller(3), OnsetDetector(3)
+    heard: list[tuple[int, int]] = []
+    for i in range(0, n + 320, 320):
+        if i < n:
+            frame = AudioFrame(mics[i : i + 320], PIPELINE_RATE_HZ, 3, i, i / PIPELINE_RATE_HZ)
+            done = ec.process(frame, reference[i : i + 320])
+        else:
+            done = ec.flush()
+        for e in det.feed(done.frame, done.residual) + (det.flush() if i >= n else []):
+            if isinstance(e, SpeechEnd) and not e.segment.not_own and ec.echo_share(
+                    e.segment.mic, e.segment.onset_sample, e.segment.end_sample) <= 0.5:
+                heard.append((e.segment.mic, e.segment.onset_sample))
+    truth = scene.truth[0].onset_sample
+    assert [onset for mic, onset in heard if mic == 0 and abs(onset - truth) <= 20 * MS]

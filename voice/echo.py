@@ -20,16 +20,20 @@ filters would chase their voice, and the app's echo would come back around their
 
 Each processed block also yields the echo estimate that was removed and, per mic, how much of
 it the canceller is expected to miss (`leak`, the inverse of its measured echo return loss
-enhancement, with a margin, bounded): the onset detector judges speech against that residual
-as it does against removed bleed, so what is left of the app's voice is never an onset. The
-mics' background noise (learned while the app is quiet) counts as missed echo in `leak`: the
-detector's floor errs high at a noisy table. It does not count when judging whether a mic's
-path has been learned (at a noisy table the app's echo would otherwise seem never learned).
-Until it has been, for at most the app's first `learn_s` of playing, the residual is all that
-mic hears while the app plays: a gate, so the app's first words are not taken for a player's
-(a player talking over them is not heard either: the price of a cold start). After that the
-residual is at most the echo estimate itself, so a player clearly louder than the app's echo
-on their mic is always heard.
+enhancement, with a margin, bounded). It is measured in blocks where the echo estimate is
+louder than what is left, and may rise by at most `leak_rise_db_per_s`: a player about as loud
+as the app's echo on their mic, talking over it, passes that test in some blocks, and one such
+block would make the app's whole echo count as missed and the player's call be judged against
+it; a path that really changed is still followed, over seconds. The onset detector judges
+speech against that residual as it does against removed bleed, so what is left of the app's
+voice is never an onset. The mics' background noise (learned while the app is quiet) counts
+as missed echo in `leak`: the detector's floor errs high at a noisy table. It does not count
+when judging whether a mic's path has been learned (at a noisy table the app's echo would
+otherwise seem never learned). Until it has been, for at most the app's first `learn_s` of
+playing, the residual is all that mic hears while the app plays: a gate, so the app's first
+words are not taken for a player's (a player talking over them is not heard either: the price
+of a cold start). After that the residual is at most the echo estimate itself, so a player
+clearly louder than the app's echo on their mic is always heard.
 
 Streaming and vectorised over microphones: feed any frame size; output comes in whole blocks
 (`block_samples` of latency), on the same sample clock as the input.
@@ -55,7 +59,8 @@ class EchoConfig:
     their outputs, the foreground takes the background when G|G| > D in a block or, smoothed,
     > `adopt_margin` D; the background is reset when -G|G| > `reset_margin` D in a block. `leak_db` bounds the
     residual echo reported to the detector (min, max, dB of the removed echo power), which is
-    `leak_margin` times what the canceller has been measured to leave;
+    `leak_margin` times what the canceller has been measured to leave, which rises by at
+    most `leak_rise_db_per_s`;
     `active_ref_db` is the reference level (dBFS) under which nothing adapts; `ledger_s` how
     far back :meth:`EchoCanceller.echo_share` can look. The mics' background is learned from
     blocks a filter length after the app last played, over `noise_time_s`, rising by at most
@@ -73,6 +78,7 @@ class EchoConfig:
     reset_margin: float = 4.0
     leak_db: tuple[float, float] = (-25.0, 0.0)
     leak_margin: float = 4.0
+    leak_rise_db_per_s: float = 6.0
     active_ref_db: float = -70.0
     ledger_s: float = 30.0
     noise_time_s: float = 1.0
@@ -124,8 +130,9 @@ class EchoCanceller:
         self._bg = np.zeros_like(self._fg)
         self._gain = np.zeros(channels)  # smoothed foreground error minus background's
         self._spread = np.zeros(channels)  # smoothed error power x filter output difference
-        self._echo_power = np.zeros(channels)  # smoothed, for the leak estimate
-        self._resid_power = np.zeros(channels)
+        self._echo_power = np.zeros(channels)  # smoothed power of the echo estimate
+        self._missed = np.ones(channels)  # smoothed share of it the foreground leaves
+        self._leak_rise = 10 ** (cfg.leak_rise_db_per_s * b / self.rate_hz / 10)
         self._noise_power = np.zeros(channels)  # the mics' background, while the app is quiet
         self._noise_alpha = min(1.0, b / (cfg.noise_time_s * self.rate_hz))
         self._noise_rise = 10 ** (cfg.noise_rise_db_per_s * b / self.rate_hz / 10)
@@ -150,16 +157,15 @@ class EchoCanceller:
         """Per mic: expected residual echo power over removed echo power (1 / ERLE), bounded.
         The mics' background counts as missed echo here: at a noisy table the floor the
         detector judges speech against errs high, never low."""
-        return self._bounded_leak(self._resid_power)
+        return self._bounded_leak(
+            self._missed + self._noise_power / np.maximum(self._echo_power, 1e-20))
 
     def _learned_leak(self) -> np.ndarray:
         """`leak` less the mics' background: how well the path itself has been learned."""
-        return self._bounded_leak(np.maximum(self._resid_power - self._noise_power, 0.0))
+        return self._bounded_leak(self._missed)
 
     def _bounded_leak(self, missed: np.ndarray) -> np.ndarray:
-        raw = self.config.leak_margin * missed / np.maximum(self._echo_power, 1e-20)
-        return np.clip(np.where(self._echo_power > 0, raw, self._leak_max), self._leak_min,
-                       self._leak_max)
+        return np.clip(self.config.leak_margin * missed, self._leak_min, self._leak_max)
 
     def echo_share(self, mic: int, start_sample: int, stop_sample: int) -> float:
         """Of the sound mic `mic` picked up over [start, stop) (output samples of the last
@@ -304,9 +310,13 @@ class EchoCanceller:
             # how much echo the foreground leaves, from blocks where the echo dominates
             echo_p = np.mean(y_fg**2, axis=1)
             resid_p = np.mean(e_fg**2, axis=1)
-            echo_only = resid_p - self._noise_power < echo_p  # no loud player on top of it
-            self._echo_power += np.where(echo_only, a * (echo_p - self._echo_power), 0.0)
-            self._resid_power += np.where(echo_only, a * (resid_p - self._resid_power), 0.0)
+            self._echo_power += a * (echo_p - self._echo_power)
+            missed = np.maximum(resid_p - self._noise_power, 0.0) / np.maximum(echo_p, 1e-20)
+            moved = np.minimum(self._missed + a * (missed - self._missed),
+                               self._missed * self._leak_rise)
+            echo_only = missed < 1.0  # no loud player on top of it
+            self._missed = np.where(echo_only, np.maximum(moved, self._leak_min / cfg.leak_margin),
+                                    self._missed)
         self._quiet_blocks = 0 if active else self._quiet_blocks + 1
         if self._quiet_blocks > self._parts:  # the app's echo has died away
             self._track_noise(np.mean(mics**2, axis=1))
