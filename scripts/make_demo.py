@@ -15,7 +15,7 @@ It writes, for each game:
 The players speak with flite's voices, which are built from recordings of people (the
 app speaks with espeak-ng, as it does at a table).
 
-Run: .venv/bin/python scripts/make_demo.py [--game desserts] [--out voice/data/demo]
+Run: .venv/bin/python scripts/make_demo.py [--game desserts] [--quiet] [--out voice/data/demo]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 from pathlib import Path
 
@@ -300,9 +300,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--game", choices=sorted(SESSIONS), action="append",
                         help="which game to record (default: desserts, the bundled demo)")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "voice" / "data" / "demo"))
+    parser.add_argument("--quiet", action="store_true",
+                        help="leave out the session's background noise: the room, its "
+                        "reverberation, the players' bleed and the app's voice only, as in the "
+                        "bundled demo")
     args = parser.parse_args(argv)
     for game in args.game or ["desserts"]:
-        write(SESSIONS[game], Path(args.out))
+        session = SESSIONS[game]
+        write(replace(session, snr_db=None, noise=None) if args.quiet else session, Path(args.out))
     return 0
 
 

@@ -49,14 +49,6 @@ def check(game: str, recording: Path, truth: Path) -> None:
     assert heard[-1] == expected
 
 
-KNOWN_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="in clatter and babble (20 dB) knocks set onsets, calls under another's are found "
-    "late, and a few calls are taken for another phrase (README, 'Whole games'), so these "
-    "replayed games drift from the truth",
-)
-
-
 @pytest.mark.xfail(strict=True, reason="every call is heard right, but Leo's 'got it' 25 ms "
                    "after Priya's, a tie in the truth, has its onset found 28 ms late under her "
                    "bleed (voice/onsets.py, 'Known limits'): 'Priya first', and the game goes "
@@ -67,9 +59,32 @@ def test_the_bundled_demo_replays_to_its_true_final_scores(tmp_path: Path) -> No
     check("desserts", tmp_path / "desserts.ogg", DEMO / "desserts.txt")
 
 
-@KNOWN_GAP
-@pytest.mark.parametrize("game", ["poutine", "chaosteria"])
-def test_a_recorded_game_replays_to_its_true_final_scores(game: str, tmp_path: Path) -> None:
+def record_and_check(game: str, out: Path, *flags: str) -> None:
     subprocess.run([sys.executable, str(ROOT / "scripts" / "make_demo.py"), "--game", game,
-                    "--out", str(tmp_path)], check=True, capture_output=True)
-    check(game, tmp_path / f"{game}.ogg", tmp_path / f"{game}.txt")
+                    "--out", str(out), *flags], check=True, capture_output=True)
+    check(game, out / f"{game}.ogg", out / f"{game}.txt")
+
+
+@pytest.mark.parametrize("game", [
+    pytest.param("poutine", marks=pytest.mark.xfail(
+        strict=True, reason="Ann's 'pop' (flite's slt voice) is heard as 'pie': PocketSphinx's "
+        "English model takes flite's 'pop' for 'bob' or 'pie' in most voices and rates")),
+    "chaosteria",
+])
+def test_a_recorded_game_in_a_quiet_room_replays_to_its_true_final_scores(
+        game: str, tmp_path: Path) -> None:
+    """The bundled demo's conditions: reverberation, the players' bleed and the app's voice
+    (players call over it), no background noise."""
+    record_and_check(game, tmp_path, "--quiet")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="in clatter and babble (20 dB) knocks set onsets, calls under another's are found "
+    "late, and a few calls are taken for another phrase (Sophie's five-dish order in babble), "
+    "so these replayed games drift from the truth (README, 'Whole games')",
+)
+@pytest.mark.parametrize("game", ["poutine", "chaosteria"])
+def test_a_recorded_game_at_a_noisy_table_replays_to_its_true_final_scores(
+        game: str, tmp_path: Path) -> None:
+    record_and_check(game, tmp_path)
