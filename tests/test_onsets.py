@@ -398,3 +398,24 @@ def test_a_call_that_opens_on_a_hiss_is_not_taken_for_a_knock(text: str) -> None
         audio[8000 : 8000 + call.size, 0] += call[: audio.shape[0] - 8000]
         events, _ = detect(audio)
         assert [round(e.onset_s, 2) for e in starts(events)] == [0.5], (voice, starts(events))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_second_caller_under_bleed_at_a_calibrated_table_has_their_own_onset(seed: int) -> None:
+    """Bob calls "got it" 25 ms after Ann, whose voice reaches his mic 14-16 dB down; the table
+    was calibrated (crosstalk -15 dB). Bob's first sounds rise only some 11-12 dB less than
+    Ann's did on hers: a copy by the fixed rise test (-8 dB), but 3 dB more than a copy at
+    this table, so his onset is his own, not the 5-14 ms later one where his rise has grown.
+    Ann's copy on Bob's mic is still no onset."""
+    ann = synth("got it", voice="en-us", speed=170, pitch=50)
+    bob = synth("got it", voice="en-gb", speed=150, pitch=40)
+    scene = mix_scene([(0, ann, 8000), (1, bob, 8000 + 25 * MS)], 2,
+                      bleed=BleedSpec((1.0, 4.0), (-16.0, -14.0)), noise_snr_db=30.0, seed=seed)
+    det = OnsetDetector(2, crosstalk_db=np.array([[0.0, -15.0], [-15.0, 0.0]]))
+    events: list[Event] = []
+    for i in range(0, scene.audio.shape[0], 320):
+        events += det.feed(AudioFrame(scene.audio[i : i + 320], PIPELINE_RATE_HZ, 2, i,
+                                      i / PIPELINE_RATE_HZ))
+    events += det.flush()
+    assert [s.mic for s in starts(events)] == [0, 1]
+    assert all(abs(e) <= 3.0 for e in onset_errors_ms(scene, events))

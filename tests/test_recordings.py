@@ -49,10 +49,6 @@ def check(game: str, recording: Path, truth: Path) -> None:
     assert heard[-1] == expected
 
 
-@pytest.mark.xfail(strict=True, reason="every call is heard right, but Leo's 'got it' 25 ms "
-                   "after Priya's, a tie in the truth, has its onset found 28 ms late under her "
-                   "bleed (voice/onsets.py, 'Known limits'): 'Priya first', and the game goes "
-                   "its own way from there")
 def test_the_bundled_demo_replays_to_its_true_final_scores(tmp_path: Path) -> None:
     for name in ("desserts.ogg", "desserts.app.ogg", "desserts.table.json"):
         (tmp_path / name).write_bytes((DEMO / name).read_bytes())
