@@ -149,6 +149,26 @@ def test_contract_errors() -> None:
         EchoCanceller(0)
 
 
+def players_heard(mics: np.ndarray, reference: np.ndarray) -> list[tuple[int, int]]:
+    """(mic, onset) of the utterances heard as players' calls: echo cancelled, onsets
+    detected, neither another's voice nor mostly the app's echo (as the table loop drops)."""
+    n = mics.shape[0]
+    ec, det = EchoCanceller(mics.shape[1]), OnsetDetector(mics.shape[1])
+    heard: list[tuple[int, int]] = []
+    for i in range(0, n + 320, 320):
+        if i < n:
+            frame = AudioFrame(mics[i : i + 320], PIPELINE_RATE_HZ, mics.shape[1], i,
+                               i / PIPELINE_RATE_HZ)
+            done = ec.process(frame, reference[i : i + 320])
+        else:
+            done = ec.flush()
+        for e in det.feed(done.frame, done.residual) + (det.flush() if i >= n else []):
+            if isinstance(e, SpeechEnd) and not e.segment.not_own and ec.echo_share(
+                    e.segment.mic, e.segment.onset_sample, e.segment.end_sample) <= 0.5:
+                heard.append((e.segment.mic, e.segment.onset_sample))
+    return heard
+
+
 @pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
 def test_a_player_calling_over_the_app_at_a_noisy_table_is_heard() -> None:
     """The app has talked for a while at a table with background noise, which the canceller
@@ -174,18 +194,7 @@ def test_a_player_calling_over_the_app_at_a_noisy_table_is_heard() -> None:
     noise = np.random.default_rng(5).standard_normal((n, 3)) * np.sqrt(np.mean(echo[talk] ** 2))
     mics = (player + echo + noise).astype(np.float32)
 
-    ec, det = EchoCanceller(3), OnsetDetector(3)
-    heard: list[tuple[int, int]] = []
-    for i in range(0, n + 320, 320):
-        if i < n:
-            frame = AudioFrame(mics[i : i + 320], PIPELINE_RATE_HZ, 3, i, i / PIPELINE_RATE_HZ)
-            done = ec.process(frame, reference[i : i + 320])
-        else:
-            done = ec.flush()
-        for e in det.feed(done.frame, done.residual) + (det.flush() if i >= n else []):
-            if isinstance(e, SpeechEnd) and not e.segment.not_own and ec.echo_share(
-                    e.segment.mic, e.segment.onset_sample, e.segment.end_sample) <= 0.5:
-                heard.append((e.segment.mic, e.segment.onset_sample))
+    heard = players_heard(mics, reference)
     assert [onset for mic, onset in heard if mic == 1 and 0 <= onset - call_at <= 50 * MS]
 
 
@@ -213,17 +222,6 @@ def test_a_player_calling_as_the_app_starts_a_line_is_heard(seed: int) -> None:
                                    / np.mean(scene.audio[talk, 0] ** 2))
     mics = (player + echo).astype(np.float32)
 
-    ec, det = EchoCanceller(3), OnsetDetector(3)
-    heard: list[tuple[int, int]] = []
-    for i in range(0, n + 320, 320):
-        if i < n:
-            frame = AudioFrame(mics[i : i + 320], PIPELINE_RATE_HZ, 3, i, i / PIPELINE_RATE_HZ)
-            done = ec.process(frame, reference[i : i + 320])
-        else:
-            done = ec.flush()
-        for e in det.feed(done.frame, done.residual) + (det.flush() if i >= n else []):
-            if isinstance(e, SpeechEnd) and not e.segment.not_own and ec.echo_share(
-                    e.segment.mic, e.segment.onset_sample, e.segment.end_sample) <= 0.5:
-                heard.append((e.segment.mic, e.segment.onset_sample))
+    heard = players_heard(mics, reference)
     truth = scene.truth[0].onset_sample
     assert [onset for mic, onset in heard if mic == 0 and abs(onset - truth) <= 20 * MS]
