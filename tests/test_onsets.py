@@ -387,6 +387,29 @@ def test_a_call_right_after_a_knock_has_its_own_onset(seed: int) -> None:
     assert any(abs(t - 850) <= 15 for t in onsets_ms), onsets_ms
 
 
+@pytest.mark.parametrize("seed", range(1, 5))
+def test_a_call_rising_out_of_a_knocks_ring_has_its_own_onset(seed: int) -> None:
+    """A loud knock 200 ms before a call in a reverberant room: its ring is still well over
+    the background when the call starts, so the utterance runs on from the knock into the
+    call. The call rising out of the ring has its own onset, not the knock's."""
+    from scipy.signal import fftconvolve
+
+    from scripts.scenes import clatter_hit
+
+    rng = np.random.default_rng(seed)
+    audio = 0.003 * rng.standard_normal(2 * PIPELINE_RATE_HZ)
+    t = np.arange(int(0.6 * PIPELINE_RATE_HZ)) / PIPELINE_RATE_HZ
+    room = 0.02 * rng.standard_normal(t.size) * 10 ** (-3 * t / 0.6)  # RT60 0.6 s
+    room[0] = 1.0
+    knock = fftconvolve(clatter_hit(rng), room)[:PIPELINE_RATE_HZ]
+    audio[9600 : 9600 + knock.size] += 0.3 * knock / np.abs(knock).max()
+    call = synth("got it")
+    audio[12800 : 12800 + call.size] += call
+    events, _ = detect(audio.astype(np.float32)[:, None])
+    onsets_ms = [e.onset_s * 1000 for e in starts(events)]
+    assert any(abs(t - 800) <= 10 for t in onsets_ms), onsets_ms
+
+
 @pytest.mark.parametrize("text", ["stop", "sorbet", "strawberry shortcake", "fish tacos"])
 def test_a_call_that_opens_on_a_hiss_is_not_taken_for_a_knock(text: str) -> None:
     """"s", "st", "f": no voice in them and a closure after, like a knock; the vowel behind

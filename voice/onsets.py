@@ -24,7 +24,8 @@ How it works, per microphone:
   `knock_silence_ms` when it is a knock: a sound of at most `knock_ms` with less than
   `knock_speech_ms` of speech in it (cutlery on a plate). A call right after a knock
   then has its own onset, not the knock's, and the knock, not a call, is dropped by the
-  recogniser.
+  recogniser. A loud knock rings on for a while in a room; a call that rises out of its ring
+  (see `_call_out_of_ring`) ends the knock there and has its own onset too.
 
 Bleed (DESIGN principle 4): `confirm_ms` after a new onset on mic m, m is fitted as a sum of
 delayed, filtered, quieter copies of the mics already speaking (up to `max_bleed_paths` sources,
@@ -115,6 +116,9 @@ class OnsetConfig:
     knock_ms: float = 120.0
     knock_silence_ms: float = 80.0
     knock_speech_ms: float = MIN_SPEECH_MS
+    knock_peak_ms: float = 10.0
+    knock_decay_ms: float = 30.0
+    knock_ring_ms: float = 600.0
     pre_roll_ms: float = 100.0
     post_roll_ms: float = 100.0
     highpass_hz: float = 100.0
@@ -353,6 +357,10 @@ class OnsetDetector:
         self._knock = round(cfg.knock_ms * per_ms)
         self._knock_silence = round(cfg.knock_silence_ms * per_ms)
         self._knock_speech = round(cfg.knock_speech_ms * per_ms)
+        self._knock_peak_hops = round(cfg.knock_peak_ms / cfg.hop_ms)
+        self._knock_decay_hops = round(cfg.knock_decay_ms / cfg.hop_ms)
+        self._knock_ring_hops = round(cfg.knock_ring_ms / cfg.hop_ms)
+        self._knock_silence_hops = round(cfg.knock_silence_ms / cfg.hop_ms)
         self._pre_roll = round(cfg.pre_roll_ms * per_ms)
         self._post_roll = min(self._end_silence, round(cfg.post_roll_ms * per_ms))
         self._confirm = round(cfg.confirm_ms * per_ms)
@@ -369,7 +377,7 @@ class OnsetDetector:
         self._late_copy_ratio = 10 ** (cfg.late_copy_level_db / 10)
         self._copy_over_coupling = 10 ** (cfg.copy_over_coupling_db / 10)
         self._min_active_hops = max(1, math.ceil(cfg.min_active_ms / cfg.hop_ms))
-        gamma = 10 ** (cfg.cusum_ratio_db / 10)
+        gamma = self._gamma = 10 ** (cfg.cusum_ratio_db / 10)
         self._llr_scale = 0.5 * (1 - 1 / gamma)
         self._llr_bias = 0.5 * math.log(gamma)
         self._active = 10 ** (cfg.active_db / 10)
@@ -429,6 +437,8 @@ class OnsetDetector:
         self._src_hold = np.zeros(channels)  # band power held at peaks, decaying like a room
         self._own_log = _History(channels)  # per sample: its hop's power over crosstalk
         self._own_hops = [0] * channels
+        # per hop of an utterance that may still be a knock ringing: its power over the floor
+        self._ring: list[list[float] | None] = [None] * channels
         self._spans: list[list[list[int]]] = [[] for _ in range(channels)]  # [onset, end]
         self.rejected_bleed = 0
         """Onsets found to be copies of another mic and not reported."""
@@ -624,9 +634,13 @@ class OnsetDetector:
                     self._last_active[ch] = e
                 if held[ch]:
                     self._own_hops[ch] += 1
-
+                call = self._call_out_of_ring(ch, float(power[ch] / noise[ch]), e)
                 quiet_for = e - self._last_active[ch]
-                if quiet_for >= self._end_silence or (
+                if call is not None:  # the knock ends where a call rises out of its ring
+                    self._last_active[ch] = call
+                    self._end(ch, events)
+                    self._rescan(ch, call, events)
+                elif quiet_for >= self._end_silence or (
                         0 <= quiet_for - self._knock_silence < self._hop and self._knocked(ch)):
                     self._end(ch, events)
                 elif e - self._onset[ch] >= self._max_segment:
@@ -874,6 +888,8 @@ class OnsetDetector:
             self._state[ch] = _State.IDLE
             self._rescan(ch, stop, events)
             return
+        over = sig.white[:, 0] ** 2 / np.maximum(sig.noise[:, 0], 1e-30)
+        self._ring[ch] = over.reshape(n_chunks, self._hop).mean(axis=1).tolist()
         self._state[ch] = _State.SPEECH
         self._last_active[ch] = stop
         self._own_hops[ch] = 0
@@ -913,6 +929,40 @@ class OnsetDetector:
         events.append(SpeechEnd(seg))
         self._state[ch] = _State.IDLE
         self._reset_cusum(ch, self._done)
+
+    def _call_out_of_ring(self, ch: int, power: float, e: int) -> int | None:
+        """Where a call rises out of a knock's ring on `ch`, given the power over the floor of
+        the hop ending at `e`; None while there is none. The utterance so far must be a knock
+        ringing: its loudest sound in its first `knock_peak_ms`, fallen `cusum_ratio_db` within
+        `knock_decay_ms` after it, none of it speech-like, not over `knock_ring_ms` long; and
+        its last two hops `cusum_ratio_db` over the trough they rise from, at least
+        `knock_silence_ms` after the peak (a plosive's burst and aspiration end sooner, and a
+        call's first sound is its loudest only when it is one). The call begins at the trough
+        its rise starts from."""
+        ring = self._ring[ch]
+        if ring is None:
+            return None
+        ring.append(power)
+        p = np.asarray(ring)
+        peak = int(np.argmax(p[: self._knock_peak_hops + 1]))
+        decayed = peak + self._knock_decay_hops
+        if len(p) > self._knock_ring_hops or p[:-2].max() > p[peak] or (
+                len(p) > decayed and p[decayed] * self._gamma > p[peak]):
+            self._ring[ch] = None  # not a knock: a call from its start, or a long noise
+            return None
+        if len(p) - 2 - peak < self._knock_silence_hops:
+            return None
+        low = len(p) - 3  # the trough the last hops rise from
+        while low > peak and p[low - 1] <= p[low]:
+            low -= 1
+        if p[-2:].min() < self._gamma * p[low]:
+            return None
+        onset = self._onset[ch]
+        speech = speech_like_frames(self._raw.get(onset, e)[:, ch])
+        if int(speech.sum()) * SPEECH_FRAME >= self._knock_speech:
+            self._ring[ch] = None
+            return None
+        return onset + low * self._hop
 
     def _knocked(self, ch: int) -> bool:
         """Whether the utterance on `ch` so far is a knock: its sound lasted no longer than
