@@ -50,9 +50,10 @@ copy (the rise measured on the residual too), and the re-scan starts a hop later
 crosstalk is lower, the rise test weighs it (the bundled demo's Leo, 25 ms after Priya: 10 ms
 late, 28 ms before). With both left out where every talker's bleed is already being removed,
 Bob's onset in tests/test_listen.py is found 0.6 ms off, but copies the removal leaves only
-1-6 dB under what it removed are then reported (two scenes of tests/test_onsets.py). Moving an accepted onset back to where the chain of such
-re-scans began (each finding its rise within 10 ms of its start; the first after 10 ms of a
-quiet residual; at most `confirm_ms` long) found Leo's "got it" 25 ms after Priya's in the
+1-6 dB under what it removed are then reported (two scenes of tests/test_onsets.py). Moving
+an accepted onset back to where the chain of such re-scans began (each finding its rise
+within 10 ms of its start; the first after 10 ms of a quiet residual; at most `confirm_ms`
+long) found Leo's "got it" 25 ms after Priya's in the
 bundled demo 0.4 ms off (28 ms late then) and that Bob right, but on the bench's scenes it
 moved 19 onsets more than 2 ms further from the truth and 9 closer, most of the 19 to before
 the call (the chain began on what the bleed's removal left). Well into a reverberant call
@@ -95,6 +96,8 @@ class OnsetConfig:
     found while bleed is removed is a new source only if what is left exceeds
     `bleed_new_source_db` of what was removed. A source must add `bleed_min_gain` of explained
     energy to be kept in a fit. `max_segment_ms` ends a runaway utterance (a noise change).
+    The `knock_*` fields say what a knock is (the hangover above) and what its ring is, out of
+    which a call may rise (see `_call_out_of_ring`).
 
     Crosstalk (see :meth:`OnsetDetector._own`): band power over `crosstalk_window_ms`, a
     source's held at peaks and decaying at `crosstalk_decay_db_per_s`; each
