@@ -307,11 +307,11 @@ class EchoCanceller:
             self._bg[reset] = self._fg[reset]
             self._gain[adopt | reset] = 0.0  # the two filters are the same again
             self._spread[adopt | reset] = 0.0
-            # how much echo the foreground leaves, from blocks where the echo dominates
+            # how much echo the foreground leaves (its error, s_ff, less the background noise),
+            # from blocks where the echo dominates, rising slowly (see the module docstring)
             echo_p = np.mean(y_fg**2, axis=1)
-            resid_p = np.mean(e_fg**2, axis=1)
             self._echo_power += a * (echo_p - self._echo_power)
-            missed = np.maximum(resid_p - self._noise_power, 0.0) / np.maximum(echo_p, 1e-20)
+            missed = np.maximum(s_ff - self._noise_power, 0.0) / np.maximum(echo_p, 1e-20)
             moved = np.minimum(self._missed + a * (missed - self._missed),
                                self._missed * self._leak_rise)
             echo_only = missed < 1.0  # no loud player on top of it

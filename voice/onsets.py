@@ -363,7 +363,6 @@ class OnsetDetector:
         self._knock_peak_hops = round(cfg.knock_peak_ms / cfg.hop_ms)
         self._knock_decay_hops = round(cfg.knock_decay_ms / cfg.hop_ms)
         self._knock_ring_hops = round(cfg.knock_ring_ms / cfg.hop_ms)
-        self._knock_silence_hops = round(cfg.knock_silence_ms / cfg.hop_ms)
         self._pre_roll = round(cfg.pre_roll_ms * per_ms)
         self._post_roll = min(self._end_silence, round(cfg.post_roll_ms * per_ms))
         self._confirm = round(cfg.confirm_ms * per_ms)
@@ -953,7 +952,7 @@ class OnsetDetector:
                 len(p) > decayed and p[decayed] * self._gamma > p[peak]):
             self._ring[ch] = None  # not a knock: a call from its start, or a long noise
             return None
-        if len(p) - 2 - peak < self._knock_silence_hops:
+        if (len(p) - 2 - peak) * self._hop < self._knock_silence:
             return None
         low = len(p) - 3  # the trough the last hops rise from
         while low > peak and p[low - 1] <= p[low]:
