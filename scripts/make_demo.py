@@ -150,7 +150,7 @@ POUTINE = Session(
         s(0.6, "Ann", "gravy"), race(0.35, "Bob", "fries"),
         s(0.5, "Cat", "burger"), race(0.06, "Ann", "burger"),
         s(0.5, "Bob", "hot dog"), race(0.4, "Cat", "coleslaw"),
-        s(0.5, "Ann", "pop"), race(0.5, "Cat", "rings"),
+        s(0.5, "Ann", "soda"), race(0.5, "Cat", "rings"),
         s(0.5, "Bob", "stop"),
         s(0.5, "Cat", "hot dog"), race(0.3, "Ann", "fries"),
         s(0.5, "Bob", "gravy"), race(0.7, "Cat", "dog"),
