@@ -286,6 +286,7 @@ def write(session: Session, out: Path) -> None:
         f"@players {', '.join(name for name, _ in session.players)}",
         f"@seed {session.seed}",
         *(f"@stack {deck}: {', '.join(cards)}" for deck, cards in session.stacks.items()),
+        f"@end {len(scene.audio) / PIPELINE_RATE_HZ:.3f}",
     ]
     (out / f"{session.game}.txt").write_text("\n".join(head + transcript) + "\n", "utf-8")
     calibration(session).save(out / f"{session.game}.table.json")

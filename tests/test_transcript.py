@@ -41,6 +41,8 @@ def test_directives_comments_and_utterances() -> None:
         (["@seed seven"], "x.txt:1: invalid literal"),
         (["@colour blue"], "x.txt:1: unknown directive @colour"),
         (["1.0 Ann: pass", "@seed 3"], "x.txt:2: directives must come before"),
+        (["@end soon"], "x.txt:1: expected seconds (a number, at least 0), got 'soon'"),
+        (["@end -1"], "x.txt:1: expected seconds"),
     ],
 )
 def test_bad_lines_stop_parsing_and_name_the_line(lines: list[str], message: str) -> None:
@@ -73,6 +75,46 @@ def test_desserts_intents(text: str, action: object) -> None:
 def test_desserts_nonsense_is_unparseable(text: str) -> None:
     with pytest.raises(UnparseableUtterance):
         parse(text, "Ann", 1.0)
+
+
+def test_the_last_line_is_decided_once_its_tie_window_has_closed() -> None:
+    """A call waits out the tie window for rivals; the transcript's last one must not be
+    left waiting when it ends (here Cat's hot dog, offered last, completes an order)."""
+    events, final, code = referee("poutine", """
+        @players Ann, Bob, Cat
+        @seed 5
+        @stack orders: Order 17, Order 3, Order 7, Order 11, Order 2, Order 8
+        1.0 Ann: gravy
+        2.0 Bob: fries
+        3.0 Cat: hot dog
+    """)
+    assert code == 0
+    assert events[-2]["say"] == "Cat's hot dog for order 17."
+    assert events[-1]["type"] == "order_complete" and events[-1]["t"] == 3.04
+    assert final["players"]["Cat"]["cards_left"] == 15
+
+
+def test_the_clock_runs_on_to_the_end_of_the_transcript() -> None:
+    """``@end``: the table went on listening after the last line; timers due by then fire."""
+    game = """
+        @players Ann, Bob
+        @stack guests: Rocky
+        {end}
+        1.0 Ann: got it
+    """
+    events, _, _ = referee("desserts", game.format(end=""))
+    assert kinds(events)[-1] == "first" and events[-1]["t"] == 1.04
+    events, final, code = referee("desserts", game.format(end="@end 60"))
+    assert code == 0
+    assert [(e["type"], e["t"]) for e in events if e["type"] in ("erroneous", "timeout")] == [
+        ("erroneous", 11.04), ("timeout", 45.99)]
+    assert final["players"]["Ann"]["dirty_dishes"] == 1
+
+
+def test_no_line_may_come_after_the_end() -> None:
+    t = parse_transcript(["@end 1.5", "1.0 Ann: pass", "2.0 Bob: pass"], "x.txt")
+    assert t.error is not None and str(t.error).startswith("x.txt:3: onset 2.000 s is after the @end")
+    assert len(t.utterances) == 1 and t.end_s == 1.5
 
 
 def test_unknown_speaker_stops_the_game_at_that_line() -> None:

@@ -27,6 +27,7 @@ transcript format (UTF-8, one utterance per line):
   @players Ann, Bob, Cat          directives first (the command line wins)
   @seed 7
   @stack guests: Rocky, Frosty    fix the top of a deck, top card first
+  @end 60                         the table listened until then (default: the last line)
   # a comment
   2.350 Ann: got it               SECONDS SPEAKER: TEXT, in time order
   2.371 Bob: got it
@@ -167,10 +168,17 @@ def run_utterances(
     utterances: Sequence[Utterance],
     out: TextIO,
 ) -> int:
-    """Feed utterances to the referee (paced if ``--realtime``), then print the final line."""
+    """Feed utterances to the referee (paced if ``--realtime``), let the game clock run to
+    where the transcript ends (:meth:`Transcript.ends_at`: a last call waits out the tie
+    window for rivals before the rules take it), then print the final line."""
     error = transcript.error
     players = referee.state.config.players
     clock = time.monotonic() - referee.state.t
+
+    def wait(t: float) -> None:
+        if args.realtime:
+            time.sleep(max(0.0, clock + t - time.monotonic()))
+
     for u in utterances:
         player = speaker_name(u.speaker, players)
         if player is None:
@@ -178,9 +186,12 @@ def run_utterances(
                 transcript.path, u.line, f"unknown speaker {u.speaker!r} (players: {', '.join(players)})"
             )
             break
-        if args.realtime:
-            time.sleep(max(0.0, clock + u.onset_s - time.monotonic()))
+        wait(u.onset_s)
         emit(args, out, referee.hear(u.onset_s, player, u.text))
+    end = transcript.ends_at(referee.state.config.tie_window_ms / 1000)
+    if error is None and end is not None:
+        wait(end)
+        emit(args, out, referee.tick(end))
     if error is not None:
         print(f"orderup: error: {error} (nothing after it was applied)", file=sys.stderr)
         if args.json:

@@ -1,13 +1,15 @@
 """Transcripts of timed utterances: ``12.340 Ann: got it``, with ``@`` directives.
 
 Blank lines and ``#`` comments are ignored. Directives (before the first
-utterance): ``@players Ann, Bob``, ``@seed 7``, ``@stack DECK: Card, Card``.
+utterance): ``@players Ann, Bob``, ``@seed 7``, ``@stack DECK: Card, Card``,
+``@end 81.5`` (when the table stopped listening; no line may come after it).
 Parsing stops at the first bad line; the lines before it stay usable, so a
 referee can apply them and then report the error.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +47,15 @@ class Transcript:
     stacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     utterances: tuple[Utterance, ...] = ()
     error: TranscriptError | None = None
+    end_s: float | None = None
+
+    def ends_at(self, tie_window_s: float) -> float | None:
+        """When the table stopped listening: the ``@end``, else once the tie window has closed
+        on the last line, so that calls said with it have all arrived and it is decided
+        (None: an empty transcript with no ``@end``)."""
+        if self.end_s is not None or not self.utterances:
+            return self.end_s
+        return self.utterances[-1].onset_s + tie_window_s
 
 
 def split_list(text: str) -> tuple[str, ...]:
@@ -60,15 +71,26 @@ def parse_stack(text: str) -> tuple[str, tuple[str, ...]]:
     return deck.strip().casefold(), split_list(cards)
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not seconds >= 0 or math.isinf(seconds):
+        raise ValueError(f"expected seconds (a number, at least 0), got {text.strip()!r}")
+    return seconds
+
+
 def parse_transcript(lines: Iterable[str], path: str = "<transcript>") -> Transcript:
     players: tuple[str, ...] | None = None
     seed: int | None = None
     stacks: dict[str, tuple[str, ...]] = {}
     utterances: list[Utterance] = []
     last_onset = 0.0
+    end_s: float | None = None
 
     def done(error: TranscriptError | None = None) -> Transcript:
-        return Transcript(path, players, seed, stacks, tuple(utterances), error)
+        return Transcript(path, players, seed, stacks, tuple(utterances), error, end_s)
 
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
@@ -86,8 +108,10 @@ def parse_transcript(lines: Iterable[str], path: str = "<transcript>") -> Transc
                 elif name == "stack":
                     deck, cards = parse_stack(rest)
                     stacks[deck] = cards
+                elif name == "end":
+                    end_s = _seconds(rest)
                 else:
-                    raise ValueError(f"unknown directive @{name} (known: @players, @seed, @stack)")
+                    raise ValueError(f"unknown directive @{name} (known: @players, @seed, @stack, @end)")
             except ValueError as exc:
                 return done(TranscriptError(path, number, str(exc)))
             continue
@@ -99,6 +123,8 @@ def parse_transcript(lines: Iterable[str], path: str = "<transcript>") -> Transc
             return done(
                 TranscriptError(path, number, f"onset {onset:.3f} s is before the previous line's {last_onset:.3f} s")
             )
+        if end_s is not None and onset > end_s:
+            return done(TranscriptError(path, number, f"onset {onset:.3f} s is after the @end at {end_s:.3f} s"))
         last_onset = onset
         utterances.append(Utterance(onset, match["speaker"].strip(), match["text"].strip(), number))
     return done()
