@@ -8,7 +8,10 @@ people; reported, never tuned on). Each call is a synthesised utterance with a 5
 of the room on either side and one or two knocks of cutlery somewhere in it, each 3-15 dB
 below the call's loudest 10 ms (the onset detector's segment starts at whichever came
 first, so a knock just before a call lands in it); with clatter, 100 clips of knocks alone
-are decoded against every game's grammar too. Chatter is decoded
+are decoded against every game's grammar too. In a room, the clean call is heard on its
+player's own mic at a table in one of the bench's rooms (scripts/scenes.py: 12 seats per
+split, RT60 0.2-0.6 s for tune, 0.3-0.8 s for held-out and flite), its reverberation included.
+Chatter is decoded
 against all three game grammars; the tune split uses this script's chatter, the others the
 scene generator's list.
 
@@ -18,7 +21,7 @@ Poutine) with that player's grammar of the moment, and again with the whole game
 chatter counts there only when it is taken for something the player may say.
 
     .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|flite|both|all]
-        [--noise clean|babble|clatter|all] [--per-game N] [--tuning JSON] [--backend sphinx]
+        [--noise clean|babble|clatter|room|all] [--per-game N] [--tuning JSON] [--backend sphinx]
         [--moments]
 """
 
@@ -41,14 +44,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.core import GameState
 from engine.decks import chaosteria, desserts, poutine
 from engine.desserts import GotIt
-from scripts.scenes import CHATTER, Voice, clatter_hit, synthesizer
+from scripts.scenes import (
+    CHATTER,
+    SPLITS,
+    Room,
+    Voice,
+    clatter_hit,
+    impulse_responses,
+    synthesizer,
+    table_layout,
+)
 from voice.audio import frame_power
 from voice.games import lookup
 from voice.grammar import Grammar, game_grammar
 from voice.recognize import Recognizer, SphinxTuning, create_recognizer
 
 RATE_HZ = 16_000
-NOISES = ("clean", "babble", "clatter")
+NOISES = ("clean", "babble", "clatter", "room")
+ROOMS = 12
+"""Seats drawn per split for the room condition (their impulse responses are cached)."""
 KNOCK_CLIPS = 100
 PLAYERS = ("Ann", "Bob", "Priya")
 TUNE = tuple((v, s, p) for v in ("en-us", "en-gb", "en-us+f3", "en+m3")
@@ -91,10 +105,26 @@ def frame_peak(x: np.ndarray) -> float:
     return float(frame_power(x).max())
 
 
-def scene(x: np.ndarray, noise: str, seed: int) -> np.ndarray:
+@cache
+def room_response(split: str, seat: int) -> np.ndarray:
+    """The impulse response from a player's mouth to their own mic, seated at a table in one
+    of the scene library's rooms for `split` (the bench's rooms, RT60s and seating; held-out
+    and flite voices sit in the bench's holdout rooms)."""
+    pool = SPLITS["tune" if split == "tune" else "holdout"]
+    rng = np.random.default_rng(seat)
+    room = Room(pool.rooms_m[rng.integers(len(pool.rooms_m))],
+                pool.rt60s_s[rng.integers(len(pool.rt60s_s))])
+    layout = table_layout(room, 4, rng)
+    return impulse_responses(room, layout.mouths_m[:1], layout.mics_m[:1], rng)[0, 0]
+
+
+def scene(x: np.ndarray, noise: str, seed: int, split: str = "tune") -> np.ndarray:
     """`x` with 50 ms before and 150 ms after (400 ms each with clatter), plus noise relative
-    to its voiced power."""
+    to its voiced power; in a room, `x` is heard on its player's mic with the room's
+    reverberation (its whole decay before the 150 ms) over the clean condition's floor."""
     rng = np.random.default_rng(seed)
+    if noise == "room":
+        x = np.convolve(x, room_response(split, seed % ROOMS)).astype(np.float32)
     x = x / np.abs(x).max() * 0.3
     before, after = (6400, 6400) if noise == "clatter" else (800, 2400)
     y = np.concatenate([np.zeros(before, np.float32), x, np.zeros(after, np.float32)])
@@ -241,7 +271,7 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Res
         for i, (name, text, in_grammar) in enumerate(items):
             grammar, allowed = decoded[name][kind]
             label = f"{name} ({WHOLE})" if kind == WHOLE else name
-            audio = scene(speech(text, voice), noise, i)
+            audio = scene(speech(text, voice), noise, i, split)
             stream = rec.stream(grammar)
             for block in np.array_split(audio, max(1, audio.size // 320)):
                 stream.feed(block)

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from voice.audio import MIN_SPEECH_MS, SPEECH_FRAME, loud_frames, speech_like_frames
+from voice.audio import MIN_SPEECH_MS, SPEECH_FRAME, frame_power, loud_frames, speech_like_frames
 from voice.grammar import Fsg, Grammar, UnknownWord
 
 RATE_HZ = 16_000
@@ -122,9 +122,12 @@ class SphinxTuning:
       its training, noise, a neighbour turned down), only with what the phrase adds. The
       hypothesis's confidence is the logistic of the margin, ``1 / (1 + e^(gap - max_gap))``
       (0.5 at the gate);
-    * `max_speech_as_silence`: the share of speech-like frames (loud in the voice's band,
-      :func:`voice.audio.speech_like_frames`) the path explains as silence or filler: chatter
-      partly matched leaves speech as "silence"; a knock around a call is not speech left over;
+    * `max_speech_as_silence`: the share of the speech's energy (its speech-like frames, loud
+      in the voice's band, :func:`voice.audio.speech_like_frames`) the path explains as
+      silence or filler: chatter partly matched leaves loud words as "silence"; a knock around
+      a call is not speech left over. Weighed by energy, not counted in frames: in a room a
+      call dies away over tens of frames, still speech-like but 15-25 dB down, that the path
+      rightly leaves out of the word;
     * `min_speech_ms`: how much of the audio must be speech-like: a knock of cutlery alone
       decodes as "pie" or "ann" as readily as chatter does.
 
@@ -132,7 +135,7 @@ class SphinxTuning:
     """
 
     max_gap: float = 3.0
-    max_speech_as_silence: float = 0.1
+    max_speech_as_silence: float = 0.05
     min_speech_ms: float = MIN_SPEECH_MS
     rival_weight: float = 1e-6
     """How much less likely a grammar's rivals (:attr:`voice.grammar.Grammar.rivals`) are
@@ -248,12 +251,13 @@ class _SphinxStream:
         decode_afresh(d, audio)
         phones = [(seg.start_frame, seg.end_frame, _cost(seg)) for seg in d.seg() or ()]
         speech = speech_like_frames(audio)
+        power = np.where(speech, frame_power(audio), 0.0)
         spoken: list[_Spoken] = []
-        silent_speech = 0
+        silent_power = 0.0
         for word, first, last, cost in path:
             span = slice(first, last + 1)
             if word.startswith(("<", "[")):
-                silent_speech += int(speech[span].sum()) if word not in ("<s>", "</s>") else 0
+                silent_power += float(power[span].sum()) if word not in ("<s>", "</s>") else 0.0
                 continue
             t0 = (start + first * _FRAME) / RATE_HZ
             t1 = t0 + (last + 1 - first) * _FRAME / RATE_HZ
@@ -265,7 +269,7 @@ class _SphinxStream:
         frames = sum(w.frames for w in spoken)
         gap = sum(w.cost - w.loop_cost for w in spoken) / frames if frames else math.inf
         speech_frames = int(speech.sum())
-        speech_as_silence = silent_speech / max(1, speech_frames)
+        speech_as_silence = silent_power / max(float(power.sum()), 1e-12)
         ok = (gap <= tuning.max_gap and speech_as_silence <= tuning.max_speech_as_silence
               and speech_frames * _FRAME >= tuning.min_speech_ms * RATE_HZ / 1000)
         words = tuple(w.word for w in spoken)
