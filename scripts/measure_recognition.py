@@ -50,9 +50,8 @@ from scripts.scenes import (
     Room,
     Voice,
     clatter_hit,
-    impulse_responses,
+    own_mic_response,
     synthesizer,
-    table_layout,
 )
 from voice.audio import frame_power
 from voice.games import lookup
@@ -114,8 +113,7 @@ def room_response(split: str, seat: int) -> np.ndarray:
     rng = np.random.default_rng(seat)
     room = Room(pool.rooms_m[rng.integers(len(pool.rooms_m))],
                 pool.rt60s_s[rng.integers(len(pool.rt60s_s))])
-    layout = table_layout(room, 4, rng)
-    return impulse_responses(room, layout.mouths_m[:1], layout.mics_m[:1], rng)[0, 0]
+    return own_mic_response(room, rng)
 
 
 def scene(x: np.ndarray, noise: str, seed: int, split: str = "tune") -> np.ndarray:

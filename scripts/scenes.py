@@ -480,6 +480,13 @@ def impulse_responses(
     return out
 
 
+def own_mic_response(room: Room, rng: np.random.Generator) -> np.ndarray:
+    """The impulse response from a player's mouth to their own mic, seated at a table for
+    four in `room` (:func:`table_layout`'s seating, drawn from `rng`)."""
+    layout = table_layout(room, 4, rng)
+    return impulse_responses(room, layout.mouths_m[:1], layout.mics_m[:1], rng)[0, 0]
+
+
 # --------------------------------------------------------------------------- rendering
 
 

@@ -26,10 +26,13 @@ CHATTER = ["pass me the salt please", "what time is it", "i love this game",
 
 
 def speak(text: str, voice: str = "en-us", speed: int = 160, pitch: int = 50,
-          pad_s: float = 0.3) -> np.ndarray:
+          pad_s: float = 0.3, room: np.ndarray | None = None) -> np.ndarray:
     """espeak-ng speech as 16 kHz float32 mono with `pad_s` of faint noise either side (more
-    than the onset detector leaves: the recogniser must not care)."""
+    than the onset detector leaves: the recogniser must not care), heard through `room` (an
+    impulse response) when given."""
     x = synth(text, voice, speed, pitch, amplitude=0.5)
+    if room is not None:
+        x = np.convolve(x, room).astype(np.float32)
     pad = np.zeros(int(pad_s * 16000), np.float32)
     x = np.concatenate([pad, x, pad])
     return x + np.random.default_rng(0).normal(0, 1e-3, x.size).astype(np.float32)
@@ -111,19 +114,13 @@ def test_a_word_hung_on_the_fading_end_of_a_call_is_dropped(voice: tuple[str, in
     assert hyp.words[-1][2] < 0.3 + len(synth("brownie", *voice)) / 16000 + 0.05
 
 
-def _in_a_room(text: str, voice: str, speed: int, rt60_s: float) -> np.ndarray:
-    """`text` said at a table for four in a 5.5 x 4.5 m room with reverberation time
-    `rt60_s`, heard on the speaker's own mic (scripts/scenes.py: the bench's seating), padded
-    as :func:`speak` pads."""
-    from scripts.scenes import Room, impulse_responses, table_layout
+@cache
+def _room(rt60_s: float) -> np.ndarray:
+    """A seat at a table for four in a 5.5 x 4.5 m room with reverberation time `rt60_s`: the
+    impulse response to the player's own mic (scripts/scenes.py: the bench's seating)."""
+    from scripts.scenes import Room, own_mic_response
 
-    room, rng = Room((5.5, 4.5, 2.7), rt60_s), np.random.default_rng(1)
-    layout = table_layout(room, 4, rng)
-    response = impulse_responses(room, layout.mouths_m[:1], layout.mics_m[:1], rng)[0, 0]
-    x = np.convolve(synth(text, voice, speed, 50, amplitude=0.5), response).astype(np.float32)
-    pad = np.zeros(int(0.3 * 16000), np.float32)
-    x = np.concatenate([pad, x, pad])
-    return x + np.random.default_rng(0).normal(0, 1e-3, x.size).astype(np.float32)
+    return own_mic_response(Room((5.5, 4.5, 2.7), rt60_s), np.random.default_rng(1))
 
 
 @pytest.mark.parametrize("voice", [("en-us", 160), ("en-us+f3", 170)])
@@ -135,7 +132,7 @@ def test_calls_are_heard_in_a_reverberant_room(voice: tuple[str, int]) -> None:
     for game, calls in (("poutine", ["take it", "pie", "soda", "fries", "burger"]),
                         ("desserts", ["eclair", "got it", "pass"])):
         g = game_grammar(game, ["Ann", "Bob", "Priya"])
-        heard = {c: sphinx().decode(_in_a_room(c, *voice, 0.6), g) for c in calls}
+        heard = {c: sphinx().decode(speak(c, *voice, room=_room(0.6)), g) for c in calls}
         assert {c: h.text for c, h in heard.items() if h.understood} == {c: c for c in calls}
 
 

@@ -75,8 +75,8 @@ def _seconds(text: str) -> float:
     try:
         seconds = float(text)
     except ValueError:
-        seconds = math.nan
-    if not seconds >= 0 or math.isinf(seconds):
+        seconds = -1.0
+    if not 0 <= seconds < math.inf:
         raise ValueError(f"expected seconds (a number, at least 0), got {text.strip()!r}")
     return seconds
 
