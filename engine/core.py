@@ -274,12 +274,20 @@ class GameState(ABC, Generic[C]):
     # public contract ----------------------------------------------------------------------
 
     def is_legal(self, action: Action) -> bool:
-        """Whether ``action`` would be accepted now (timers due before it included)."""
+        """Whether ``action`` would be accepted now (timers due before it included): judged on
+        the game as :meth:`apply` would find it at ``action.t``, this state unchanged."""
+        if action.t < self.t:
+            return False
+        ahead = self.at(action.t)
+        if isinstance(action, Tick):
+            return True
+        if ahead.outcome is not None:
+            return False
         try:
-            self._check(action)
+            ahead._check(action)
         except IllegalAction:
             return False
-        return self.outcome is None and action.t >= self.t
+        return True
 
     def at(self, t: float) -> Self:
         """The game as it will be at ``t`` if nobody acts before: this state when no timer is

@@ -46,8 +46,9 @@ import bench_scene
 import make_scenes
 import scenes
 
-from voice.audio import AudioFrame, read_wav
-from voice.onsets import OnsetDetector
+from voice.audio.files import read_wav
+from voice.audio.frames import AudioFrame
+from voice.hearing.onsets import OnsetDetector
 
 FRAME_MS = 20.0
 """Block size fed to the detectors in the throughput test (as WAV replay and live audio)."""

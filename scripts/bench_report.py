@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from voice.onsets import OnsetConfig
+from voice.hearing.onsets import OnsetConfig
 
 Record = dict[str, Any]
 

@@ -29,14 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from voice.arbiter import Arbiter, Utterance, rank
-from voice.audio import PIPELINE_RATE_HZ, WavSource, read_wav
-from voice.games import GAMES as GAME_BINDINGS
-from voice.grammar import Grammar, game_grammar
-from voice.intents import words
-from voice.onsets import OnsetConfig, SpeechEnd, SpeechStart
-from voice.recognize import Hypothesis, Recognizer, create_recognizer, decode_afresh
-from voice.table import Ears, recorded_reference, with_reference
+from voice.audio.files import WavSource, read_wav
+from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.hearing.onsets import OnsetConfig, SpeechEnd, SpeechStart
+from voice.recognition.grammar import Grammar, game_grammar
+from voice.recognition.intents import words
+from voice.recognition.interface import Hypothesis, Recognizer, create_recognizer
+from voice.recognition.sphinx import decode_afresh
+from voice.table.arbiter import Arbiter, Utterance, rank
+from voice.table.games import GAMES as GAME_BINDINGS
+from voice.table.loop import Ears, recorded_reference, with_reference
 
 RATE_HZ = PIPELINE_RATE_HZ
 GAMES = tuple(GAME_BINDINGS)
@@ -158,7 +160,7 @@ _WORKER: list[_Backends] = []
 def english_vosk_model() -> str | None:
     """The first English Vosk model of the catalogue installed here, or None (the catalogue
     names a model's language only in its description)."""
-    from voice import models
+    from voice.recognition import models
 
     return next(
         (
@@ -326,7 +328,7 @@ def _run_pipeline(
     wav: Path, players: int, app: bool, grammar: Grammar, sphinx: Recognizer
 ) -> tuple[list[_Heard], list[Utterance], int]:
     """Echo cancellation → onsets → recognition → arbitration over the scene, with the table
-    loop's own front end (:class:`voice.table.Ears`); returns the decoded segments, the
+    loop's own front end (:class:`voice.table.loop.Ears`); returns the decoded segments, the
     arbiter's released utterances and the onsets rejected as bleed."""
     ears = Ears(players, app)
     arbiter = Arbiter(TIE_WINDOW_MS)

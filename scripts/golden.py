@@ -15,9 +15,9 @@ import io
 import sys
 from pathlib import Path
 
-from voice.cli import build_parser
-from voice.cmd_referee import referee_transcript
-from voice.transcript import parse_transcript
+from voice.cli.main import build_parser
+from voice.cli.referee import referee_transcript
+from voice.table.transcript import parse_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

@@ -32,11 +32,12 @@ import soundfile as sf
 from scenes import APP_VOICE, Line, Room, Voice, render_session, synth
 
 from engine.core import Event
-from voice.audio import PIPELINE_RATE_HZ, MicInput
-from voice.games import lookup
-from voice.journal import Setup
-from voice.referee import Referee
-from voice.table_setup import TableSetup, calibrate
+from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.audio.live import MicInput
+from voice.table.games import lookup
+from voice.table.journal import Setup
+from voice.table.referee import Referee
+from voice.table.setup import TableSetup, calibrate
 
 NARRATION_GAP_S = 0.25
 """Silence the app leaves between two lines of narration."""

@@ -53,10 +53,11 @@ from scripts.scenes import (
     own_mic_response,
     synthesizer,
 )
-from voice.audio import frame_power
-from voice.games import lookup
-from voice.grammar import Grammar, game_grammar
-from voice.recognize import Recognizer, SphinxTuning, create_recognizer
+from voice.audio.frames import frame_power
+from voice.recognition.grammar import Grammar, game_grammar
+from voice.recognition.interface import Recognizer, create_recognizer
+from voice.recognition.sphinx import SphinxTuning
+from voice.table.games import lookup
 
 RATE_HZ = 16_000
 NOISES = ("clean", "babble", "clatter", "room")

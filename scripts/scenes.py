@@ -47,8 +47,9 @@ import pyroomacoustics as pra
 from scipy.signal import butter, fftconvolve, sosfilt
 
 from engine import decks
-from voice.audio import PIPELINE_RATE_HZ, write_wav
-from voice.tts import EspeakSynthesizer, FliteSynthesizer
+from voice.audio.files import write_wav
+from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.table.narration import EspeakSynthesizer, FliteSynthesizer
 
 RATE_HZ = PIPELINE_RATE_HZ
 SPEED_OF_SOUND_M_S = float(pra.constants.get("c"))
@@ -145,7 +146,7 @@ class Voice:
 
 
 FLITE = "flite:"
-"""A voice name with this prefix is flite's (:class:`voice.tts.FliteSynthesizer`)."""
+"""A voice name with this prefix is flite's (:class:`voice.table.narration.FliteSynthesizer`)."""
 FLITE_SHARE = 0.5
 """Of the talkers a scene set draws, the share that speaks with flite."""
 

@@ -7,9 +7,9 @@ import json
 import textwrap
 from typing import Any
 
-from voice.cli import build_parser
-from voice.cmd_referee import referee_transcript
-from voice.transcript import parse_transcript
+from voice.cli.main import build_parser
+from voice.cli.referee import referee_transcript
+from voice.table.transcript import parse_transcript
 
 
 def referee(game: str, transcript: str, *argv: str) -> tuple[list[dict[str, Any]], dict[str, Any], int]:

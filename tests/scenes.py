@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from voice.audio import PIPELINE_RATE_HZ, read_wav, resample
+from voice.audio.files import read_wav
+from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.audio.resample import resample
 
 ESPEAK = shutil.which("espeak-ng")
 VOICES = ("en-us", "en-gb", "en-gb-scotland", "en-029")

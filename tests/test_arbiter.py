@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voice.arbiter import Arbiter, ArbiterError, Utterance, Verdict, rank
+from voice.table.arbiter import Arbiter, ArbiterError, Utterance, Verdict, rank
 
 
 def test_rank_orders_by_onset_and_groups_by_phrase() -> None:

@@ -9,26 +9,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voice.audio import (
+from voice.audio.clock import ClockFit, calibration_chirp, estimate_clock_fit
+from voice.audio.files import WavSource, read_wav, write_wav
+from voice.audio.frames import (
     PIPELINE_RATE_HZ,
     AudioFileError,
     AudioFrame,
     AudioStreamError,
-    ClockFit,
-    DeviceMerger,
-    DeviceStatus,
-    DropQueue,
-    LiveSource,
-    MicInput,
-    Resampler,
-    WavSource,
-    calibration_chirp,
-    estimate_clock_fit,
-    read_wav,
-    resample,
     speech_like_frames,
-    write_wav,
 )
+from voice.audio.live import DeviceMerger, DeviceStatus, DropQueue, LiveSource, MicInput
+from voice.audio.resample import Resampler, resample
 
 RATES = [8000, 11025, 16000, 22050, 32000, 44100, 48000]
 

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from scenes import synth
 
-from voice.audio import PIPELINE_RATE_HZ, MicInput, write_wav
-from voice.table_setup import SetupError, TableSetup, calibrate, parse_mics, table_inputs
+from voice.audio.files import write_wav
+from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.audio.live import MicInput
+from voice.table.setup import SetupError, TableSetup, calibrate, parse_mics, table_inputs
 
 RATE = PIPELINE_RATE_HZ
 PLAYERS = ["Maya", "Leo", "Priya"]

@@ -30,13 +30,13 @@ from engine.chaosteria import (
     new_game,
 )
 from engine.core import Action, ConfigError, action_from_json, replay
-from voice.cli import build_parser
-from voice.cmd_referee import referee_transcript
-from voice.games import lookup
-from voice.intents import UnparseableUtterance
-from voice.intents import chaosteria as chaosteria_intents
-from voice.referee import Referee
-from voice.transcript import parse_transcript
+from voice.cli.main import build_parser
+from voice.cli.referee import referee_transcript
+from voice.recognition.intents import UnparseableUtterance
+from voice.recognition.intents import chaosteria as chaosteria_intents
+from voice.table.games import lookup
+from voice.table.referee import Referee
+from voice.table.transcript import parse_transcript
 
 PLAYERS = ("Andy", "Johnny", "Sophie", "Candy")
 ORDERS = """\

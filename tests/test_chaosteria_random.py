@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from engine import decks
 from engine.chaosteria import ChaosteriaConfig, ChaosteriaState, dish_named, new_game
 from engine.core import Event
-from voice.games import lookup
-from voice.referee import Referee
+from voice.table.games import lookup
+from voice.table.referee import Referee
 
 NAMES = ("Andy", "Johnny", "Sophie", "Candy", "Ann", "Bob", "Cat", "Dan", "Eve", "Fay")
 DECK = decks.chaosteria()

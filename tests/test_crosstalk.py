@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scenes import ESPEAK, BleedSpec, mix_scene, synth
 
-from voice.audio import PIPELINE_RATE_HZ, AudioFrame
-from voice.crosstalk import suppress
-from voice.grammar import game_grammar
-from voice.onsets import OnsetConfig, OnsetDetector, SpeechEnd
-from voice.recognize import create_recognizer
+from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame
+from voice.hearing.crosstalk import suppress
+from voice.hearing.onsets import OnsetConfig, OnsetDetector, SpeechEnd
+from voice.recognition.grammar import game_grammar
+from voice.recognition.interface import create_recognizer
 
 pytestmark = pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
 

@@ -325,3 +325,17 @@ def test_satisfies_needs_every_craving_and_no_dislike() -> None:
     assert satisfies(rocky, ["Chocolate Bar", "Vanilla Ice Cream"])
     assert not satisfies(rocky, ["Chocolate Bar"])
     assert not satisfies(rocky, ["Eclair", "Vanilla Ice Cream"])
+
+
+def test_is_legal_judges_the_game_as_apply_will_find_it() -> None:
+    # After Ann's "got it", the tie window's timer makes her the caller whose serve is awaited:
+    # a serve after it is legal, as apply agrees, and asking changes nothing.
+    state = new_game(DessertsConfig(("Ann", "Bob"), stacks={"guests": ("Rocky",)}), 1)
+    state.apply(GotIt("Ann", 1.0))
+    serve = Serve("Ann", 1.5, ("Brownie",))
+    before = state.summary()
+    assert state.is_legal(serve)
+    assert state.summary() == before and state.t == 1.0
+    assert not state.is_legal(Serve("Bob", 1.5, ("Brownie",)))
+    assert not state.is_legal(GotIt("Bob", 0.5))  # before the game clock
+    state.apply(serve)

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from engine import decks
 from engine.desserts import DessertsConfig, DessertsState, new_game
-from voice.games import lookup
-from voice.referee import Referee
+from voice.table.games import lookup
+from voice.table.referee import Referee
 
 PLAYERS = ("Ann", "Bob", "Cat", "Dan")
 DESSERTS = [d.name.lower() for d in decks.desserts().desserts]

@@ -9,14 +9,15 @@ import numpy as np
 from rich.console import Console
 from scenes import mix_scene, synth
 
-from voice.audio import PIPELINE_RATE_HZ, WavSource, write_wav
-from voice.cmd_play import Keys, drive, narrate
-from voice.display import TableView, render
-from voice.journal import Journal, Setup
-from voice.recognize import create_recognizer
-from voice.referee import Referee
-from voice.table import Heard, TableLoop
-from voice.tts import Announcer
+from voice.audio.files import WavSource, write_wav
+from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.cli.play import Keys, drive, narrate
+from voice.recognition.interface import create_recognizer
+from voice.table.journal import Journal, Setup
+from voice.table.loop import Heard, TableLoop
+from voice.table.narration import Announcer
+from voice.table.referee import Referee
+from voice.table.screen import TableView, render
 
 RATE = PIPELINE_RATE_HZ
 

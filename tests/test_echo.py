@@ -7,9 +7,9 @@ import pytest
 from scenes import ESPEAK, mix_scene, synth
 from scipy.signal import butter, fftconvolve, sosfilt
 
-from voice.audio import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
-from voice.echo import Cancelled, EchoCanceller, EchoConfig
-from voice.onsets import OnsetDetector, SpeechEnd, SpeechStart
+from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
+from voice.hearing.echo import Cancelled, EchoCanceller, EchoConfig
+from voice.hearing.onsets import OnsetDetector, SpeechEnd, SpeechStart
 
 MS = PIPELINE_RATE_HZ // 1000
 

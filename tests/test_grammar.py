@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from engine.decks import chaosteria, desserts, poutine
-from voice.grammar import Grammar, GrammarError, game_grammar, load_phrases, parse_phrases
-from voice.pronounce import ipa_to_arpabet, pronounce
+from voice.recognition.grammar import (
+    Grammar,
+    GrammarError,
+    game_grammar,
+    load_phrases,
+    parse_phrases,
+)
+from voice.recognition.pronounce import ipa_to_arpabet, pronounce
 
 
 def test_create_expand_size_and_repr() -> None:

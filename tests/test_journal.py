@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from voice.journal import JournalError, read_journal, restore
+from voice.table.journal import JournalError, read_journal, restore
 
 PHRASES = ["got it", "pass", "rocky road", "brownie and whipped cream", "apple pie", "banana split",
            "what", "favorite eclair", "sorbet"]
@@ -104,9 +104,9 @@ def test_a_journal_of_another_version_is_refused_not_misread(tmp_path: Path) -> 
 
 
 def test_undo_takes_back_the_last_call_and_is_journaled(tmp_path: Path) -> None:
-    from voice.games import lookup
-    from voice.journal import Journal, Setup
-    from voice.referee import Referee
+    from voice.table.games import lookup
+    from voice.table.journal import Journal, Setup
+    from voice.table.referee import Referee
 
     setup = Setup("desserts", ("Ann", "Bob"), {"guests": ("Rocky",)}, {}, 1)
     game, state = setup.new_state()

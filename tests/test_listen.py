@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.scenes import BleedSpec, Scene, mix_scene, synth
-from voice.audio import write_wav
+from voice.audio.files import write_wav
 
 RATE_HZ = 16_000
 GAP_S = 0.060

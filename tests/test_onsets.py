@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scenes import ESPEAK, BleedSpec, Scene, TruthCall, mix_scene, synth
 
-from voice.audio import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
-from voice.onsets import Event, OnsetDetector, Segment, SpeechEnd, SpeechStart
-from voice.table_setup import levels_db
+from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
+from voice.hearing.onsets import Event, OnsetDetector, Segment, SpeechEnd, SpeechStart
+from voice.table.setup import levels_db
 
 pytestmark = pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
 
@@ -290,8 +290,8 @@ def test_an_empty_frame_is_nothing_to_analyse() -> None:
     """An echo canceller filling its block passes on empty frames; they change nothing."""
     import numpy as np
 
-    from voice.audio import AudioFrame
-    from voice.onsets import OnsetDetector
+    from voice.audio.frames import AudioFrame
+    from voice.hearing.onsets import OnsetDetector
 
     detector = OnsetDetector(2)
     assert detector.feed(AudioFrame(np.zeros((0, 2), np.float32), 16000, 2, 0, 0.0)) == []
@@ -329,7 +329,7 @@ def test_reverberant_copies_end_as_not_the_mics_own(seed: int, rt60_s: float) ->
 @pytest.mark.parametrize(("seed", "rt60_s"), ROOMS)
 def test_calibrated_crosstalk_tells_every_copy_apart(seed: int, rt60_s: float) -> None:
     """Seeded with the crosstalk calibration measures (the caller's level on each mic against
-    their own: voice.table_setup.calibrate), even a diffuse tail's copies are not calls."""
+    their own: voice.table.setup.calibrate), even a diffuse tail's copies are not calls."""
     scene = _room_bleed_scene(seed, rt60_s)
     mic = scene.truth[0].mic
     heard = levels_db(scene.audio, 98)

@@ -10,9 +10,9 @@ import pytest
 
 from engine import chaosteria, desserts, poutine
 from engine.core import GameState
-from voice.games import GAMES
-from voice.grammar import NothingToSay, game_grammar
-from voice.intents import UnparseableUtterance
+from voice.recognition.grammar import NothingToSay, game_grammar
+from voice.recognition.intents import UnparseableUtterance
+from voice.table.games import GAMES
 
 PLAYERS = ("Ann", "Bob", "Cat")
 SLOT = re.compile(r"\{(\w+)\}")

@@ -13,13 +13,13 @@ from referee_helpers import kinds, referee, said
 
 from engine.core import ConfigError, action_from_json, replay
 from engine.poutine import CallStop, GiveCards, OfferItem, PoutineConfig, TakeOffer, new_game
-from voice.cli import build_parser
-from voice.cmd_referee import referee_transcript
-from voice.games import lookup
-from voice.intents import UnparseableUtterance
-from voice.intents.poutine import parse
-from voice.referee import Referee
-from voice.transcript import parse_transcript
+from voice.cli.main import build_parser
+from voice.cli.referee import referee_transcript
+from voice.recognition.intents import UnparseableUtterance
+from voice.recognition.intents.poutine import parse
+from voice.table.games import lookup
+from voice.table.referee import Referee
+from voice.table.transcript import parse_transcript
 
 FOUR = ("Ann", "Bob", "Cat", "Dan")
 EIGHT = ("Ann", "Bob", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal")

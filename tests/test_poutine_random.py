@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from engine import decks
 from engine.core import Event, action_from_json
 from engine.poutine import PoutineConfig, PoutineState, new_game
-from voice.games import lookup
-from voice.referee import Referee
+from voice.table.games import lookup
+from voice.table.referee import Referee
 
 PLAYERS = ("Ann", "Bob", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal")
 DECK = decks.poutine()

@@ -15,9 +15,9 @@ from engine.decks import chaosteria, desserts, poutine
 from engine.desserts import DessertsConfig
 from engine.desserts import new_game as new_desserts_game
 from tests.scenes import synth
-from voice.grammar import Grammar, UnknownWord, game_grammar
-from voice.models import locate
-from voice.recognize import Hypothesis, Recognizer, RecognizerError, create_recognizer
+from voice.recognition.grammar import Grammar, UnknownWord, game_grammar
+from voice.recognition.interface import Hypothesis, Recognizer, RecognizerError, create_recognizer
+from voice.recognition.models import locate
 
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng missing")
 
@@ -87,7 +87,7 @@ def test_the_soft_drink_is_heard_by_each_of_its_names(name: str) -> None:
 @pytest.mark.parametrize("voice", ["en", "en-029"])
 def test_british_and_caribbean_vowels_are_heard(voice: str) -> None:
     """"pass" with the broad BATH vowel and "butter" without its R: the CMU dictionary spells
-    neither (voice.pronounce.accent_variants)."""
+    neither (voice.recognition.pronounce.accent_variants)."""
     g = game_grammar("desserts", [])
     for text in ("pass", "i pass", "banana split", "peanut butter cookie"):
         hyp = sphinx().decode(speak(text, voice, 150), g)
@@ -273,3 +273,13 @@ def test_vosk_korean_grammar_words_and_timings() -> None:
         assert heard == word and 0.2 < start < end <= 0.3 + clean.size / 16000 + 0.05, hyp
     with pytest.raises(UnknownWord):
         vosk.prepare(Grammar.create(["사랑해요"]))
+
+
+def test_grammars_whose_hashes_collide_keep_their_own_searches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Searches are named by the grammar itself, not by its hash: two grammars that hash alike
+    each decode against their own phrases."""
+    monkeypatch.setattr(Grammar, "__hash__", lambda self: 7)
+    recognizer = create_recognizer("sphinx")
+    colours, fruit = Grammar.create(["red", "green"]), Grammar.create(["apple", "banana"])
+    assert recognizer.decode(speak("green"), colours).text == "green"
+    assert recognizer.decode(speak("banana"), fruit).text == "banana"

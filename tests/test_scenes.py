@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voice.audio import PIPELINE_RATE_HZ, read_wav
+from voice.audio.files import read_wav
+from voice.audio.frames import PIPELINE_RATE_HZ
 
 MAKE_SCENES = Path(__file__).resolve().parent.parent / "scripts" / "make_scenes.py"
 MS = PIPELINE_RATE_HZ // 1000

@@ -12,14 +12,16 @@ import pytest
 from scenes import mix_scene, synth
 
 from engine.core import Event
-from voice.audio import PIPELINE_RATE_HZ, MicInput, WavSource, write_wav
-from voice.grammar import Grammar
-from voice.journal import Journal, Setup, restore
-from voice.onsets import Segment
-from voice.recognize import Hypothesis, create_recognizer
-from voice.referee import Referee
-from voice.table import Ears, TableLoop
-from voice.table_setup import TableSetup
+from voice.audio.files import WavSource, write_wav
+from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.audio.live import MicInput
+from voice.hearing.onsets import Segment
+from voice.recognition.grammar import Grammar
+from voice.recognition.interface import Hypothesis, create_recognizer
+from voice.table.journal import Journal, Setup, restore
+from voice.table.loop import Ears, TableLoop
+from voice.table.referee import Referee
+from voice.table.setup import TableSetup
 
 RATE = PIPELINE_RATE_HZ
 PLAYERS = ("Ann", "Bob")

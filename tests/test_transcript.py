@@ -11,9 +11,9 @@ import pytest
 from referee_helpers import kinds, referee
 
 from engine.desserts import Favorite, GotIt, Pass, Serve
-from voice.intents import UnparseableUtterance
-from voice.intents.desserts import parse
-from voice.transcript import parse_transcript
+from voice.recognition.intents import UnparseableUtterance
+from voice.recognition.intents.desserts import parse
+from voice.table.transcript import parse_transcript
 
 
 def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:

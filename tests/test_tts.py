@@ -18,8 +18,9 @@ import pytest
 import soundfile as sf
 
 from engine.core import spoken_s
-from voice.audio import PIPELINE_RATE_HZ, read_wav
-from voice.tts import Announcer, FliteSynthesizer, Pyttsx3Synthesizer, SpeechUnavailable
+from voice.audio.files import read_wav
+from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.table.narration import Announcer, FliteSynthesizer, Pyttsx3Synthesizer, SpeechUnavailable
 
 
 class ClockSink:

@@ -1,0 +1,115 @@
+"""WAV (and other soundfile formats) replay as frames, and whole-file read and write.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from voice.audio.frames import PIPELINE_RATE_HZ, AudioFileError, AudioFrame
+from voice.audio.resample import resampled
+
+log = logging.getLogger(__name__)
+
+
+
+
+def _pace(frames: Iterator[AudioFrame]) -> Iterator[AudioFrame]:
+    """Hold each frame back until the wall clock reaches its end time, as a live mic would."""
+    t0 = time.monotonic()
+    for frame in frames:
+        delay = t0 + frame.t_s + frame.duration_s - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        yield frame
+
+
+class WavSource:
+    """Frames from a WAV file: mono or multichannel, 8/16/24/32-bit PCM or 32-bit float.
+
+    Each channel is one player's microphone. Output is resampled to `rate_hz` (16 kHz by
+    default; None keeps the file's rate). `realtime=True` paces frames to the wall clock.
+    The header is checked on construction, so a bad file fails early with
+    :class:`AudioFileError` naming the file and the problem.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        block_ms: float = 20.0,
+        realtime: bool = False,
+        rate_hz: int | None = PIPELINE_RATE_HZ,
+    ) -> None:
+        import soundfile as sf
+
+        self.path = Path(path)
+        if block_ms <= 0:
+            raise ValueError(f"block_ms must be positive, got {block_ms}")
+        if not self.path.is_file():
+            raise AudioFileError(f"{self.path}: no such file")
+        try:
+            info = sf.info(str(self.path))
+        except (RuntimeError, OSError) as exc:  # LibsndfileError is a RuntimeError
+            raise AudioFileError(f"{self.path}: not a readable audio file ({exc})") from None
+        if info.format not in ("WAV", "WAVEX", "RF64", "FLAC", "OGG"):
+            raise AudioFileError(f"{self.path}: is {info.format_info}, not a WAV, FLAC or Ogg file")
+        if info.frames <= 0:
+            raise AudioFileError(f"{self.path}: WAV file holds no samples")
+        self.file_rate_hz = int(info.samplerate)
+        self.channels = int(info.channels)
+        self.rate_hz = rate_hz or self.file_rate_hz
+        self.subtype = str(info.subtype)
+        self.block_ms = block_ms
+        self.realtime = realtime
+
+    def __repr__(self) -> str:
+        return (
+            f"WavSource({str(self.path)!r}, block_ms={self.block_ms}, realtime={self.realtime}, "
+            f"rate_hz={self.rate_hz})"
+        )
+
+    def _read(self) -> Iterator[AudioFrame]:
+        import soundfile as sf
+
+        block = max(1, round(self.file_rate_hz * self.block_ms / 1000))
+        start = 0
+        try:
+            with sf.SoundFile(str(self.path)) as f:
+                while True:
+                    data = f.read(block, dtype="float32", always_2d=True)
+                    if data.shape[0] == 0:
+                        return
+                    yield AudioFrame(
+                        np.clip(data, -1.0, 1.0),
+                        self.file_rate_hz,
+                        self.channels,
+                        start,
+                        start / self.file_rate_hz,
+                    )
+                    start += data.shape[0]
+        except (RuntimeError, OSError) as exc:
+            raise AudioFileError(
+                f"{self.path}: read failed after {start} samples ({exc})"
+            ) from None
+
+    def __iter__(self) -> Iterator[AudioFrame]:
+        frames = resampled(self._read(), self.rate_hz)
+        return _pace(frames) if self.realtime else frames
+
+
+def read_wav(path: str | Path, rate_hz: int | None = PIPELINE_RATE_HZ) -> np.ndarray:
+    """A whole WAV file as one (n, channels) float32 array at `rate_hz`."""
+    src = WavSource(path, block_ms=1000.0, rate_hz=rate_hz)
+    blocks = [f.samples for f in src]
+    return np.concatenate(blocks) if blocks else np.zeros((0, src.channels), np.float32)
+
+
+def write_wav(path: str | Path, samples: np.ndarray, rate_hz: int, subtype: str = "PCM_16") -> None:
+    """Write (n,) or (n, channels) float samples to a WAV file (scene fixtures, recordings)."""
+    import soundfile as sf
+
+    sf.write(str(path), np.clip(samples, -1.0, 1.0), rate_hz, subtype=subtype, format="WAV")

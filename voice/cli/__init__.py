@@ -1,0 +1,2 @@
+"""The ``orderup`` command line: one module per command (each exposes ``register(subparsers)``),
+the parser in :mod:`voice.cli.main`."""

@@ -1,0 +1,129 @@
+"""``orderup devices`` and ``orderup calibrate``: find the microphones and map them to players."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from voice.cli.referee import fail
+from voice.table.transcript import split_list
+
+if TYPE_CHECKING:
+    from voice.audio.live import MicInput
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    d = sub.add_parser(
+        "devices",
+        help="list audio input devices and their channels",
+        description="List the audio input devices this machine has, with their channel counts, "
+        "so you can pick one for --mics (a 4-channel USB interface: one mic per player).",
+    )
+    d.set_defaults(handler=handle_devices)
+
+    c = sub.add_parser(
+        "calibrate",
+        help="have each player say their name; map mics to players and check levels",
+        description="Measures the room's noise, then asks each player in turn to say their name. "
+        "Maps every player to the mic that hears them loudest, measures each mic's level, warns "
+        "about a mic that hears another player as loud as its own, and saves the set-up for "
+        "'orderup play'.",
+        epilog="examples:\n  orderup calibrate --players Maya,Leo,Priya,Omar --mics 2\n"
+        "  orderup calibrate --players Maya,Leo --mics 3:0,4:0      (two USB mics)\n"
+        "  orderup calibrate --players Maya,Leo --from-wav names.wav (a recording instead)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("--players", type=split_list, required=True, metavar="A,B,C",
+                   help="players in seating order")
+    c.add_argument("--mics", metavar="SPEC",
+                   help="DEVICE (one multichannel interface) or DEV:CH,DEV:CH,... (one per player)")
+    c.add_argument("--from-wav", metavar="FILE",
+                   help="analyse a recording (silence, then each name in turn) instead of live mics")
+    c.add_argument("--noise", type=float, default=1.5, metavar="S", help="seconds of silence (1.5)")
+    c.add_argument("--turn", type=float, default=3.0, metavar="S", help="seconds per player (3.0)")
+    c.add_argument("--out", metavar="FILE", help="where to save the set-up (default: your config dir)")
+    c.set_defaults(handler=handle_calibrate)
+
+
+def handle_devices(args: argparse.Namespace) -> int:
+    try:
+        import sounddevice as sd
+
+        devices = sd.query_devices()
+    except (OSError, ImportError) as exc:
+        return fail(f"cannot list audio devices: {exc} (install libportaudio2)")
+    inputs = [(i, d) for i, d in enumerate(devices) if d["max_input_channels"] > 0]
+    if not inputs:
+        print("No audio input devices found. Plug in a USB audio interface or USB microphones, "
+              "then run 'orderup devices' again.")
+        return 0
+    print("Input devices (use the number or the name with --mics):")
+    for i, d in inputs:
+        print(f"  {i:3d}  {d['name']}  — {d['max_input_channels']} channels, "
+              f"{d['default_samplerate']:.0f} Hz")
+    return 0
+
+
+def _live_turns(args: argparse.Namespace, mics: list[MicInput]) -> np.ndarray:
+    """Record the room, then each player's name, prompting aloud between parts."""
+    from voice.audio.frames import PIPELINE_RATE_HZ
+    from voice.audio.live import LiveSource
+    from voice.table.narration import start_announcer
+
+    announcer = start_announcer()
+    frames: Iterator[np.ndarray] = (f.samples for f in LiveSource(mics))
+
+    def record(seconds: float) -> np.ndarray:
+        need = int(seconds * PIPELINE_RATE_HZ)
+        got: list[np.ndarray] = []
+        while sum(len(b) for b in got) < need:
+            got.append(next(frames))
+        return np.concatenate(got)[:need]
+
+    def drain_while(done: threading.Event) -> None:
+        while not done.is_set():
+            next(frames)
+
+    drain_while(announcer.say("Quiet please: listening to the room."))
+    parts = [record(args.noise)]
+    for player in args.players:
+        drain_while(announcer.say(f"{player}, say your name."))
+        parts.append(record(args.turn))
+    announcer.close()
+    return np.concatenate(parts)
+
+
+def handle_calibrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from voice.audio.files import read_wav
+    from voice.audio.frames import AudioFileError, AudioStreamError
+    from voice.audio.live import MicInput
+    from voice.table.setup import SetupError, calibrate, default_path, parse_mics
+
+    try:
+        mics = parse_mics(args.mics, len(args.players))
+        audio = read_wav(args.from_wav) if args.from_wav else _live_turns(args, mics)
+        result = calibrate(audio, args.players, args.noise, args.turn)
+    except (SetupError, AudioFileError, AudioStreamError) as exc:
+        return fail(str(exc))
+    print(f"{'player':12s} {'channel':>7s} {'level dB':>9s} {'noise dB':>9s} {'SNR dB':>7s}")
+    for p, ch, level in zip(result.players, result.channels, result.level_db, strict=True):
+        noise = result.noise_floor_db[ch]
+        print(f"{p:12s} {ch:7d} {level:9.1f} {noise:9.1f} {level - noise:7.1f}")
+    for warning in result.warnings:
+        print(f"warning: {warning}")
+    if not args.from_wav or args.out:
+        path = Path(args.out) if args.out else default_path()
+        inputs = [MicInput(None, ch) for ch in range(len(result.noise_floor_db))] if args.from_wav else mics
+        setup = result.table_setup(inputs)
+        try:
+            setup.save(path)
+        except OSError as exc:
+            return fail(f"cannot save the set-up to {path}: {exc}")
+        print(f"saved the set-up to {path}")
+    return 0

@@ -1,0 +1,49 @@
+"""``orderup demo``: a recorded game played through the whole app, no microphone needed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import resources
+
+from voice.table.transcript import parse_transcript
+
+DEMO = "demo"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="play a bundled recording of a game of Just Desserts through the whole app",
+        description="Replays a bundled recording of a short game of Just Desserts — three "
+        "players at a table, one microphone each, the app's own voice from its speaker — "
+        "through onset detection, recognition, arbitration and the rules, printing what the "
+        "app hears and says as it happens, starting from the table's calibration as "
+        "'orderup play' does. The recording and its calibration are made by "
+        "scripts/make_demo.py.",
+    )
+    p.add_argument("--transcript", action="store_true",
+                   help="referee the demo's transcript instead of its recording (instant)")
+    p.add_argument("--realtime", action="store_true", help="play at the pace of the recording")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from voice.cli.main import build_parser
+    from voice.cli.referee import referee_transcript
+    from voice.cli.replay import replay
+
+    folder = resources.files("voice").joinpath("data", DEMO)
+    text = folder.joinpath("desserts.txt").read_text("utf-8")
+    transcript = parse_transcript(text.splitlines(), "desserts.txt")
+    flags = [flag for flag, on in (("--json", args.json), ("--realtime", args.realtime)) if on]
+    if args.transcript:
+        options = build_parser().parse_args(["referee", "desserts", "--transcript", "-", *flags])
+        return referee_transcript(options, transcript, sys.stdout)
+    recording = str(folder.joinpath("desserts.ogg"))
+    options = build_parser().parse_args(["replay", recording, "--game", "desserts", *flags])
+    if not args.json:
+        print("orderup demo: a recorded game of Just Desserts, heard through three microphones.\n"
+              "Lines starting 'heard' are what the app recognised; the others are what it says.\n")
+    return replay(options, sys.stdout, transcript)

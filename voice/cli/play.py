@@ -1,0 +1,223 @@
+"""``orderup play``: the live game — microphones in, verdicts and narration out."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import queue
+import select
+import sys
+import termios
+import threading
+import time
+import tty
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+from engine.core import ConfigError, Event
+from voice.cli.referee import add_game_arguments, fail, make_referee
+from voice.cli.say import add_voice_arguments
+from voice.table.games import UnknownGame
+from voice.table.journal import JournalError
+from voice.table.referee import Referee, render_text
+from voice.table.transcript import TranscriptError
+
+if TYPE_CHECKING:
+    from voice.table.setup import TableSetup
+
+URGENT = {"first", "tie", "false_stop", "round_end", "overruled"}
+"""Event kinds whose narration cuts a long announcement: short verdicts come first."""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "play",
+        help="play a live game with one microphone per player",
+        description="The live game: every player's microphone is heard at once, calls are "
+        "recognised, the first caller is decided on onsets, the rules applied and the outcome "
+        "said aloud. Every action is journaled as it happens; after a crash or a pulled "
+        "microphone, 'orderup resume JOURNAL --play' brings the table back.",
+        epilog="examples:\n"
+        "  orderup calibrate --players Maya,Leo,Priya --mics 2     (once, saves the set-up)\n"
+        "  orderup play desserts                                   (uses the saved set-up)\n"
+        "  orderup play poutine --players Ann,Bob,Cat --mics 3:0,4:0,5:0\n"
+        "keys while playing: p pause, u undo the last verdict (recorded in the journal), q quit",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_game_arguments(p)
+    p.add_argument("--journal", metavar="FILE",
+                   help="where to journal the game (default: a new file in your data dir)")
+    add_live_arguments(p)
+    p.set_defaults(handler=handle)
+
+
+def add_live_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mics", metavar="SPEC",
+                   help="DEVICE (one multichannel interface) or DEV:CH,... (one per player); "
+                   "default: the set-up saved by 'orderup calibrate'")
+    p.add_argument("--setup", metavar="FILE", help="a saved table set-up (default: your config dir)")
+    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default) or vosk")
+    p.add_argument("--no-speech", action="store_true", help="print the narration, do not speak it")
+    add_voice_arguments(p)
+
+
+def default_journal(game: str) -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(base) / "orderup" / "journals" / f"{stamp}-{game}.jsonl"
+
+
+def handle(args: argparse.Namespace) -> int:
+    from voice.table.setup import SetupError, TableSetup, default_path, table_inputs
+
+    try:
+        saved = None
+        if args.mics is None:
+            path = Path(args.setup) if args.setup else default_path()
+            if path.exists():
+                saved = TableSetup.load(path)
+            elif args.setup:
+                raise SetupError(f"no table set-up at {path}")
+        if args.players is None and saved is not None:
+            args.players = saved.players
+        if args.journal is None:
+            args.journal = str(default_journal(args.game))
+            Path(args.journal).parent.mkdir(parents=True, exist_ok=True)
+        referee = make_referee(args)
+        mics, calibration = table_inputs(saved, referee.state.config.players, args.mics)
+    except (UnknownGame, ConfigError, TranscriptError, JournalError, SetupError, OSError) as exc:
+        return fail(str(exc))
+    return play_live(args, referee, mics, calibration)
+
+
+def play_live(
+    args: argparse.Namespace, referee: Referee, mics: list[Any],
+    calibration: TableSetup | None = None,
+) -> int:
+    """Run the live table until the game ends, the players quit or every mic is gone
+    (``calibration``: the table's saved set-up, see :class:`voice.table.loop.TableLoop`)."""
+    from voice.audio.frames import AudioStreamError
+    from voice.audio.live import LiveSource
+    from voice.recognition.interface import RecognizerError, create_recognizer
+    from voice.recognition.models import ModelNotFound
+    from voice.table.loop import TableLoop, with_reference
+    from voice.table.narration import ReferenceTap, start_announcer
+
+    view_lines: list[str] = []
+    tap = ReferenceTap()
+    statuses: list[str] = []
+    source = LiveSource(mics, on_status=lambda s: statuses.append(s.message))
+    announcer = start_announcer(args.rate, args.voice, speaker=not args.no_speech,
+                                echo=view_lines.append, tap=tap)
+    players = referee.state.config.players
+    try:
+        loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
+                         tie_window_ms=args.tie_window_ms, calibration=calibration)
+    except (ModelNotFound, RecognizerError) as exc:
+        return fail(str(exc))
+    narrate(announcer, referee.state.opening)
+    try:
+        with Keys() as keys:
+            frames = with_reference(started(source, tap), tap.read)
+            drive(loop, frames, announcer, keys, statuses, view_lines, args.game)
+    except AudioStreamError as exc:
+        return fail(f"{exc}; the game is saved: orderup resume {args.journal} --play")
+    except KeyboardInterrupt:
+        print(f"\nStopped. The game is saved: orderup resume {args.journal} --play")
+        return 130
+    finally:
+        announcer.close()
+    print(f"The game is saved in {args.journal}")
+    return 0
+
+
+def started(frames: Iterable[Any], tap: Any) -> Iterator[Any]:
+    """Pass frames on, telling the reference tap when input sample 0 was captured."""
+    for frame in frames:
+        if tap.t0 is None:
+            tap.start(time.monotonic() - frame.duration_s)
+        yield frame
+
+
+def narrate(announcer: Any, events: Iterable[Event]) -> None:
+    """Say what happened, one line per batch; short verdicts cut long announcements."""
+    batch = [e for e in events if e.say]
+    if batch:
+        announcer.say(" ".join(e.say for e in batch), urgent=batch[0].kind in URGENT)
+
+
+def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses: list[str],
+          narration: list[str], title: str) -> None:
+    """Feed frames to the table loop, narrate, show the screen and obey the keys."""
+    from rich.live import Live
+
+    from voice.table.loop import Heard
+    from voice.table.screen import TableView, render
+
+    view = TableView(title, loop.players)
+    live = Live(render(view), refresh_per_second=8, transient=False) if sys.stdout.isatty() else None
+    with live or contextlib.nullcontext():
+        for frame in frames:
+            key = keys.get()
+            if key == "q":
+                break
+            if key == "p":
+                (loop.resume if loop.paused else loop.pause)(frame.t_s)
+            items: list[Heard | Event] = []
+            if key == "u":
+                items += loop.referee.undo(loop.referee.state.t)
+            view.meter(frame.samples[:, : len(loop.players)])
+            items += loop.feed(frame)
+            narrate(announcer, [i for i in items if isinstance(i, Event)])
+            view.take(items)
+            view.said.extend(narration)
+            narration.clear()
+            view.summary = loop.referee.state.summary()
+            view.status = ("PAUSED  " if loop.paused else "") + (statuses[-1] if statuses else "")
+            if live is not None:
+                live.update(render(view))
+            else:
+                for item in items:
+                    print(render_text(item) if isinstance(item, Event) else
+                          f"{item.onset_s:8.2f}  heard {item.player}: {item.text!r}", flush=True)
+            if loop.referee.state.finished:
+                break
+
+
+class Keys:
+    """Single key presses from the terminal, read on a thread without waiting for Enter."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._saved: list[Any] | None = None
+        self._stop = threading.Event()
+
+    def __enter__(self) -> Self:
+        if sys.stdin.isatty():
+            fd = sys.stdin.fileno()
+            self._saved = termios.tcgetattr(fd)
+            tty.setcbreak(fd)
+            threading.Thread(target=self._read, args=(fd,), daemon=True).start()
+        return self
+
+    def _read(self, fd: int) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                self._queue.put(os.read(fd, 1).decode(errors="ignore").lower())
+
+    def get(self) -> str | None:
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._saved is not None:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._saved)

@@ -1,0 +1,1 @@
+"""Stage 2, hearing: echo cancellation, onsets per mic (bleed and crosstalk rejected), segments."""

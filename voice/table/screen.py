@@ -1,0 +1,84 @@
+"""The table's screen: what is in play, scores, a level meter per mic, the last calls heard.
+
+Built on ``rich`` (a well-kept terminal UI library: live redrawing, tables and
+panels without curses code of our own). When the output is not a terminal the
+same information is printed as plain lines, one per event.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.core import Event
+from voice.table.loop import Heard
+
+KEYS = "[p] pause  [u] undo last verdict  [q] quit"
+
+
+@dataclass
+class TableView:
+    """Everything the screen shows, updated by the table loop."""
+
+    title: str
+    players: tuple[str, ...]
+    said: deque[str] = field(default_factory=lambda: deque(maxlen=6))
+    heard: deque[Heard] = field(default_factory=lambda: deque(maxlen=6))
+    levels_db: np.ndarray = field(default_factory=lambda: np.full(0, -90.0))
+    summary: dict[str, Any] = field(default_factory=dict)
+    status: str = ""
+
+    def take(self, items: Sequence[Heard | Event]) -> None:
+        for item in items:
+            if isinstance(item, Heard):
+                self.heard.append(item)
+            elif item.say:
+                self.said.append(item.say)
+
+    def meter(self, samples: np.ndarray) -> None:
+        """Update each mic's level from the latest frame (dBFS, fast attack, slow release)."""
+        rms = np.sqrt(np.mean(samples.astype(np.float64) ** 2, axis=0)) + 1e-9
+        now = 20 * np.log10(rms)
+        if self.levels_db.shape != now.shape:
+            self.levels_db = now
+        self.levels_db = np.maximum(now, self.levels_db - 1.5)
+
+
+def render(view: TableView) -> Any:
+    """The view as a rich renderable."""
+    from rich.console import Group
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.table import Table
+
+    said = escape("\n".join(view.said)) or "…"
+    scores = Table(expand=True, box=None)
+    scores.add_column("player")
+    columns: list[str] = []
+    for stats in view.summary.get("players", {}).values():
+        columns = [k for k in stats if k != "role"]
+        break
+    for name in columns:
+        scores.add_column(name.replace("_", " "), justify="right")
+    scores.add_column("mic", justify="left")
+    for i, player in enumerate(view.players):
+        stats = view.summary.get("players", {}).get(player, {})
+        level = float(view.levels_db[i]) if i < len(view.levels_db) else -90.0
+        bars = "█" * max(0, int((level + 60) / 3))
+        scores.add_row(player, *(str(stats.get(c, "")) for c in columns), f"{bars:<20} {level:5.0f} dB")
+    heard = Table(expand=True, box=None)
+    for name in ("time", "who", "heard", "sure"):
+        heard.add_column(name)
+    for h in view.heard:
+        text = escape(h.text) if h.understood else f"[dim]{escape(h.text) or '…'} (not understood)[/dim]"
+        heard.add_row(f"{h.onset_s:7.2f}", h.player, text, f"{h.confidence:.2f}")
+    return Group(
+        Panel(said, title=view.title),
+        Panel(scores, title="scores and microphones"),
+        Panel(heard, title="heard"),
+        escape(f"{view.status}  {KEYS}"),
+    )
