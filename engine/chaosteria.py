@@ -1,4 +1,4 @@
-"""Chaosteria (GAMES.md §3): the memory game, refereed by the one who never forgets.
+"""Chaosteria (docs/rules.md §3): the memory game, refereed by the one who never forgets.
 
 Ordering: with *house orders* the app deals one order card of each category to
 every player and reads each card's two variants aloud, one card at a time in
@@ -50,7 +50,7 @@ COMPLAINT_POINTS = -2
 
 @dataclass(frozen=True)
 class ChaosteriaConfig:
-    """Players in seating order, how orders are taken, and the timing decisions of GAMES.md §3."""
+    """Players in seating order, how orders are taken, and the timings of docs/rules.md §3."""
 
     players: tuple[str, ...]
     orders: str = HOUSE

@@ -1,4 +1,4 @@
-"""The product's decks (GAMES.md §4), loaded from the data files in ``engine/data``.
+"""The product's decks (docs/rules.md §4), loaded from the data files in ``engine/data``.
 
 The data files are the source of truth; this module only gives them types.
 """

@@ -1,4 +1,4 @@
-"""Just Desserts (GAMES.md §1): the app is the Maître D' and referee.
+"""Just Desserts (docs/rules.md §1): the app is the Maître D' and referee.
 
 Players' hands stay physical cards; the engine tracks their sizes, the dirty
 dishes, the guests collected, the piles and the kitchen. A turned-up guest
@@ -36,7 +36,7 @@ DECKS = ("guests",)
 
 @dataclass(frozen=True)
 class DessertsConfig:
-    """Players in seating order and the timing decisions of GAMES.md §1."""
+    """Players in seating order and the timing decisions of docs/rules.md §1."""
 
     players: tuple[str, ...]
     tie_window_ms: float = 40.0

@@ -1,4 +1,4 @@
-"""Miss Poutine (GAMES.md §2): the app waits tables, or referees player waitresses.
+"""Miss Poutine (docs/rules.md §2): the app waits tables, or referees player waitresses.
 
 The cooks' menu cards stay physical; the engine knows each cook's count
 (dealt, plus or minus mop gifts, minus accepted items). The app owns the
@@ -8,7 +8,7 @@ out of cards or a waitress has completed every order. Mop points go to the
 slowest cook(s) and, with player waitresses, the slowest waitress(es); a
 third mop point loses the game.
 
-Decisions beyond GAMES.md (see the README):
+Decisions beyond the rule sheet (docs/rules.md §2):
 
 - House waitresses are "Waitress 1", "Waitress 2"...: two for up to 6 cooks,
   one per 3 cooks beyond; they count as staff for the deck copies.

@@ -42,6 +42,27 @@ BREAKDOWN_KEYS = (
 )
 """Figures shown again per split (tune / holdout) and per noise (clean / noisy)."""
 PLOT_DPI = 72
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository: `make bench` writes its report into ROOT/bench and its key figures into
+ROOT/README.md."""
+README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+README_FIGURES = (
+    "onset_error_median_ms",
+    "onset_error_p95_ms",
+    "utterances_missed_pct",
+    "first_speaker_30ms_pct",
+    "first_speaker_15_30ms_pct",
+    "first_speaker_text_15ms_pct",
+    "calls_over_app_heard_pct",
+    "bleed_false_utterances",
+    "command_accuracy_clean_pct",
+    "command_accuracy_babble10_pct",
+    "chatter_accepted_pct",
+    "latency_p95_ms",
+    "max_realtime_mics",
+    "peak_memory_mb",
+)
+"""The figures the top-level README shows, between README_BEGIN and README_END."""
 
 
 def _figure(
@@ -403,6 +424,46 @@ def _shortfalls(report: Record) -> list[str]:
     return out
 
 
+def readme_block(report: Record) -> str:
+    """The top-level README's table of key figures, with clean and noisy scenes apart."""
+    run, parts = report["run"], report["breakdown"]
+    figures = {f["key"]: f for f in report["figures"]}
+    lines = [
+        f"From the last `{run['command']}`: {run['date']}, {run['scenes']} scenes",
+        f"(the `{run['set']}` set, seed {run['seed']}), tie window {run['tie_window_ms']:g} ms.",
+        "*Clean* and *noisy* are the scenes without and with babble or clatter; every baseline",
+        "is measured in the same run. Full report: [bench/README.md](bench/README.md).",
+        "",
+        "| figure | orderup | clean | noisy | baseline | target | met? |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key in README_FIGURES:
+        f = figures.get(key)
+        if f is None:
+            continue
+        at_least = f.get("at_least", {})
+        ours = _value(f["orderup"], f["unit"], f["note"], at_least.get("orderup", False))
+        split = [_value(parts[p].get(key), f["unit"]) if key in BREAKDOWN_KEYS else ""
+                 for p in ("clean", "noisy")]
+        base = (f"{_value(f['baseline'], f['unit'], at_least=at_least.get('baseline', False))}"
+                f" ({f['baseline_name']})")
+        lines.append(f"| {f['figure']} | {ours} | {split[0]} | {split[1]} | {base} | "
+                     f"{_target(f)} | {_met(f)} |")
+    return "\n".join(lines)
+
+
+def update_readme(report: Record, readme: Path) -> bool:
+    """Rewrite the block between README_BEGIN and README_END of ``readme`` with
+    :func:`readme_block`; False (and ``readme`` untouched) when it has no such block."""
+    text = readme.read_text(encoding="utf-8")
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        return False
+    head = text[: begin + len(README_BEGIN)]
+    readme.write_text(f"{head}\n{readme_block(report)}\n{text[end:]}", encoding="utf-8")
+    return True
+
+
 def _plot(report: Record, out: Path) -> list[str]:
     """The four plots as small PNGs; returns their file names."""
     import matplotlib
@@ -473,7 +534,8 @@ def _plot(report: Record, out: Path) -> list[str]:
 
 
 def write(report: Record, out: Path) -> None:
-    """README.md and the plots into ``out``."""
+    """README.md and the plots into ``out``; when ``out`` is the repository's bench/, the key
+    figures into the top-level README too (:func:`update_readme`)."""
     run = report["run"]
     m = run["machine"]
     plots = _plot(report, out)
@@ -528,32 +590,10 @@ settings are to be chosen on tune only, and holdout shows whether they carry ove
 
 ## How it is measured
 
-- Each scene's WAV is replayed through the onset detector in 20 ms frames, with the app's
-  playback as an extra channel where the app spoke (as `orderup replay` does); each segment
-  is decoded against the grammar of the scene's game and released by the arbiter.
-- Onset error: each player utterance's truth onset on its own mic against the onset of the
-  segment matched to it there (overlapping it, nearest onset); utterances with no segment
-  count as missed. Baseline: per mic, the first 10 ms frame above −40 dBFS, no bleed
-  handling.
-- First speaker: races (2–3 callers), tie window {run['tie_window_ms']:g} ms; right when the
-  arbiter's first place (a tie below the window) is exactly the truth's, counting every
-  detected utterance as the call. Baseline: whoever's recognition finished first (segment
-  delivery time plus measured decode time). End to end: only utterances recognised as the
-  race's call count.
-- False utterances: detected segments matching no player utterance on their mic, by what was
-  sounding there at their onset: another player (bleed), the app, or neither. A detector that
-  merges sounds into long segments reports fewer false utterances, and worse onsets.
-- Commands: the call of each `commands` scene, right when understood as exactly its phrase;
-  a missed utterance counts as not understood. Baseline: PocketSphinx's default en-us
-  language model (default config) on the same segment, accepted only when its words are
-  exactly a phrase of the grammar.
-- Chatter: out-of-grammar lines, decoded against all three games' grammars.
-- Latency: wall time from the detector delivering a segment (SpeechEnd) to the hypothesis,
-  over every segment decoded (the free model: over the commands' and chatter's segments it
-  decodes), while the other cores run other scenes. End of speech (truth) → text adds the
-  time from the last sample of speech to the segment's delivery.
-- Throughput: CPU time (`time.process_time`, one thread) of each detector over whole scenes
-  side by side, looped to {report['throughput']['duration_s']:g} s, doubling the microphones.
-- Memory: peak RSS of a fresh process running each pipeline over the same scene.
+The scenes, the tune/holdout splits, how each figure is measured and its baseline:
+`docs/bench.md`. In this run, races are judged at a tie window of {run['tie_window_ms']:g} ms
+and throughput over scenes looped to {report['throughput']['duration_s']:g} s.
 """
     (out / "README.md").write_text(text, encoding="utf-8")
+    if out.resolve() == ROOT / "bench":
+        update_readme(report, ROOT / "README.md")

@@ -1,4 +1,4 @@
-"""Chaosteria rules (GAMES.md §3), each branch of a serve or a return as a short transcript.
+"""Chaosteria rules (docs/rules.md §3), each branch of a serve or a return as a short transcript.
 
 Unless a test says otherwise: table orders, four players, and Andy, the first
 listed, is the first waiter once every order is in (at 4.0 s). The bell window

@@ -1,4 +1,4 @@
-"""The deck data files hold exactly the cards of GAMES.md §4."""
+"""The deck data files hold exactly the cards of docs/rules.md §4."""
 
 from collections import Counter
 

@@ -1,4 +1,4 @@
-"""Just Desserts rules (GAMES.md §1), each outcome as a short transcript."""
+"""Just Desserts rules (docs/rules.md §1), each outcome as a short transcript."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Miss Poutine rules (GAMES.md §2), each as a short transcript through ``orderup referee``."""
+"""Miss Poutine rules (docs/rules.md §2), each a short transcript through ``orderup referee``."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def test_every_card_name_is_recognised(game: str) -> None:
     "player 'bob' in most voices (en-gb's comes out right); the README tells players to say "
     "'soda'"))])
 def test_the_soft_drink_is_heard_by_each_of_its_names(name: str) -> None:
-    """Miss Poutine's Soft Drink may be called "soda", "drink" or "pop" (GAMES.md §4)."""
+    """Miss Poutine's Soft Drink may be called "soda", "drink" or "pop" (docs/rules.md §4)."""
     g = game_grammar("poutine", ["Ann", "Bob", "Cat"])
     heard = {v: sphinx().decode(speak(name, v, 170), g) for v in ("en-us", "en-us+f3", "en+m3", "en-029")}
     assert {v: h.text for v, h in heard.items() if h.understood} == dict.fromkeys(heard, name)

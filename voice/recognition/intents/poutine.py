@@ -1,6 +1,6 @@
 """Miss Poutine utterances: shouted items, "take it" or a cook's name, "stop", mop gifts.
 
-An offer names exactly one menu item, by any spoken form GAMES.md §4 lists
+An offer names exactly one menu item, by any spoken form docs/rules.md §4 lists
 ("gravy", "dog", "pop", "rings", "pie"...) or "fries". A player waitress
 takes an offer with "take it" or the cook's name. Mop gifts are "give two to
 Ann", "one to Ann and one to Bob", or "keep" to give nothing.
