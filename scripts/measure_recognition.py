@@ -20,17 +20,39 @@ game allows (Just Desserts before anyone calls, and for the winner who serves; a
 Poutine) with that player's grammar of the moment, and again with the whole game's grammar:
 chatter counts there only when it is taken for something the player may say.
 
-    .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|flite|both|all]
-        [--noise clean|babble|clatter|room|all] [--per-game N] [--tuning JSON] [--backend sphinx]
-        [--moments]
+With --real (or --split real), real people's recordings (``../shared/real_speech``, its
+SOURCES.md) are decoded too, in each noise condition asked for: one-word calls (Speech
+Commands and spoken digits) against Miss Poutine's grammar (where "stop" and "dog" are calls)
+and against a grammar of one-word commands (:data:`COMMAND_PHRASES`: yes, no, stop, go, up,
+down, left, right, on, off and the digits), every other word as a word that is not a call,
+and the sentences against every grammar. The speakers are split once for all: within each
+source, speakers ranked by the SHA-256 of their id, every third is *held out* (never tuned
+on); the rest are *tune*. Both parts are always reported separately.
+
+Several backends may be measured in one run (``--backend whisper,sphinx``), side by side on
+the same audio; with --latency N, N races of four calls each are decoded one at a time and
+four at once (Whisper: one encoder batch, :meth:`voice.recognition.whisper.WhisperRecognizer.decode_many`;
+PocketSphinx: four threads), and each call's latency from the end of the race's audio to its
+hypothesis is reported.
+
+    .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|flite|both|all|real]
+        [--noise clean|babble|clatter|room|all] [--per-game N] [--tuning JSON]
+        [--whisper-tuning JSON] [--backend sphinx[,whisper]] [--moments] [--real]
+        [--real-per-word N] [--latency N] [--dump FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import hashlib
+import json
+import os
 import sys
+import threading
 import time
 import zlib
+from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
 from multiprocessing import Pool
@@ -54,7 +76,7 @@ from scripts.scenes import (
     synthesizer,
 )
 from voice.audio.frames import frame_power
-from voice.recognition.grammar import Grammar, game_grammar
+from voice.recognition.grammar import Grammar, game_grammar, parse_phrases
 from voice.recognition.interface import Recognizer, create_recognizer
 from voice.recognition.sphinx import SphinxTuning
 from voice.table.games import lookup
@@ -152,11 +174,16 @@ def knocks(seed: int) -> np.ndarray:
     return y
 
 
-def knocks_accepted(seed: int) -> list[str]:
+def knocks_accepted(seed: int, backend: str | None = None) -> list[str]:
     """What each game's grammar accepts in :func:`knocks` (`seed`): nothing, rightly."""
-    rec, y = _RECOGNIZER[0], knocks(seed)
+    rec = _RECOGNIZERS[backend] if backend else _RECOGNIZER[0]
+    y = knocks(seed)
     heard = [(g, rec.decode(y, grammar)) for g, grammar in grammars().items()]
     return [f"{g}: knocks -> {hyp.text!r}" for g, hyp in heard if hyp.understood]
+
+
+def _knocks_job(job: tuple[str, int]) -> tuple[str, list[str]]:
+    return job[0], knocks_accepted(job[1], job[0])
 
 
 def commands() -> dict[str, list[str]]:
@@ -219,15 +246,30 @@ def targets(by_moment: bool) -> dict[str, dict[str, tuple[Grammar, Grammar]]]:
 
 
 _RECOGNIZER: list[Recognizer] = []
+"""The first backend's recogniser in this worker (:data:`_RECOGNIZERS` has them all)."""
+_RECOGNIZERS: dict[str, Recognizer] = {}
 
 
-def _init(backend: str, tuning: str) -> None:
-    options = {"tuning": SphinxTuning.from_json(tuning)} if backend == "sphinx" else {}
-    _RECOGNIZER.append(create_recognizer(backend, **options))
-    for g in grammars().values():
-        _RECOGNIZER[0].prepare(g)
-    for _, g in moments().values():
-        _RECOGNIZER[0].prepare(g)
+def make_recognizer(backend: str, tuning: str = "{}", whisper_tuning: str = "{}") -> Recognizer:
+    """A recogniser of `backend` with its tuning given as JSON."""
+    if backend == "sphinx":
+        return create_recognizer(backend, tuning=SphinxTuning.from_json(tuning))
+    if backend == "whisper":
+        from voice.recognition.whisper import WhisperTuning
+
+        return create_recognizer(backend, tuning=WhisperTuning(**json.loads(whisper_tuning)))
+    return create_recognizer(backend)
+
+
+def _init(backends: tuple[str, ...], tuning: str, whisper_tuning: str = "{}") -> None:
+    for backend in backends:
+        rec = make_recognizer(backend, tuning, whisper_tuning)
+        _RECOGNIZERS[backend] = rec
+        for g in grammars().values():
+            rec.prepare(g)
+        for _, g in moments().values():
+            rec.prepare(g)
+    _RECOGNIZER.append(_RECOGNIZERS[backends[0]])
 
 
 @dataclass(frozen=True)
@@ -245,13 +287,24 @@ class Result:
     chatter: int
     accepts: tuple[str, ...]
     latency_s: tuple[float, ...]
+    backend: str = ""
+    records: tuple[dict[str, Any], ...] = ()
 
 
-def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Result]:
+def _record(rec: Recognizer, audio: np.ndarray, grammar: Grammar) -> dict[str, Any]:
+    """What a Whisper recogniser heard and how near it came to the grammar (for --dump)."""
+    heard = rec.hear_many([audio], grammar)[0]  # type: ignore[attr-defined]
+    near = heard.nearest
+    return {"whisper": heard.text, "nearest": near.phrase if near else "",
+            "runner_up": near.runner_up if near else "", "distance": heard.distance,
+            "margin": heard.margin, "no_speech": heard.no_speech}
+
+
+def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool, str, bool]) -> list[Result]:
     """Decode one voice's calls and chatter in one noise condition, streaming in 20 ms
     blocks; latency is from the last block fed to the finished hypothesis."""
-    voice, noise, split, per_game, by_moment = job
-    rec = _RECOGNIZER[0]
+    voice, noise, split, per_game, by_moment, backend, dump = job
+    rec = _RECOGNIZERS[backend]
     rng = np.random.default_rng(zlib.crc32(repr(voice).encode()))  # the same calls every run
     chatter = TUNE_CHATTER if split == "tune" else CHATTER
     decoded = targets(by_moment)
@@ -266,7 +319,7 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Res
     n_calls = sum(1 for *_, g in items if g)
     results = []
     for kind in kinds:
-        errors, accepts, latency = [], [], []
+        errors, accepts, latency, records = [], [], [], []
         for i, (name, text, in_grammar) in enumerate(items):
             grammar, allowed = decoded[name][kind]
             label = f"{name} ({WHOLE})" if kind == WHOLE else name
@@ -282,19 +335,246 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool]) -> list[Res
                 errors.append(f"{label}: {text} -> {hyp.text!r}{'' if said else ' (rejected)'}")
             if not in_grammar and said:
                 accepts.append(f"{label}: {text} -> {hyp.text!r}")
+            if dump and hasattr(rec, "hear_many"):
+                records.append({"split": split, "noise": noise, "voice": "/".join(map(str, voice)),
+                                "grammar": label, "text": text, "call": in_grammar,
+                                "heard": hyp.text if said else "", **_record(rec, audio, grammar)})
         results.append(Result("/".join(map(str, voice)), noise, split, kind, n_calls,
-                              tuple(errors), len(items) - n_calls, tuple(accepts), tuple(latency)))
+                              tuple(errors), len(items) - n_calls, tuple(accepts), tuple(latency),
+                              backend, tuple(records)))
     return results
+
+
+# --- real speech ---------------------------------------------------------------------------
+
+REAL_SPEECH = Path(os.environ.get(
+    "ORDERUP_REAL_SPEECH", Path(__file__).resolve().parents[2] / "shared" / "real_speech"))
+COMMAND_PHRASES = """# one-word commands: the calls of a yes/no vote, a pointer game and a count
+yes
+no
+stop
+go
+up
+down
+left
+right
+on
+off
+@slot digit: zero | one | two | three | four | five | six | seven | eight | nine
+{digit}
+"""
+REAL_PARTS = ("tune", "heldout")
+
+
+@cache
+def real_grammars() -> dict[str, Grammar]:
+    """The grammars real words are decoded with: Miss Poutine's, and one-word commands."""
+    return {"poutine": grammars()["poutine"],
+            "commands": parse_phrases(COMMAND_PHRASES, source="COMMAND_PHRASES")}
+
+
+@dataclass(frozen=True)
+class Clip:
+    path: str
+    kind: str
+    text: str
+    speaker: str
+    source: str
+    part: str
+
+
+def real_clips(root: Path = REAL_SPEECH) -> list[Clip]:
+    """The manifest's clips, each with its speaker's part: within each source (the sentences
+    as one source), speakers ranked by the SHA-256 of their id; every third held out."""
+    with (root / "manifest.tsv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+
+    def stratum(row: dict[str, str]) -> str:
+        return "sentence" if row["kind"] == "sentence" else row["source"].split(" (")[0]
+
+    speakers: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        speakers[stratum(row)].add(row["speaker"])
+    held: set[str] = set()
+    for group in speakers.values():
+        ranked = sorted(group, key=lambda s: hashlib.sha256(s.encode()).hexdigest())
+        held.update(s for i, s in enumerate(ranked) if i % 3 == 2)
+    return [Clip(r["path"], r["kind"], r["text"], r["speaker"], r["source"],
+                 "heldout" if r["speaker"] in held else "tune") for r in rows]
+
+
+def _read(path: Path) -> np.ndarray:
+    import soundfile as sf
+
+    x, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    if rate != RATE_HZ:
+        raise ValueError(f"{path}: {rate} Hz, expected {RATE_HZ}")
+    return x.mean(axis=1)
+
+
+@dataclass(frozen=True)
+class RealResult:
+    """One real clip in one noise condition decoded with one grammar by one backend."""
+
+    backend: str
+    part: str
+    noise: str
+    grammar: str
+    kind: str  # "call", "word" (a word that is not a call) or "sentence"
+    text: str
+    heard: str
+    right: bool
+    accepted: bool
+    latency_s: float
+    record: tuple[tuple[str, Any], ...] = ()
+
+
+def run_real(job: tuple[tuple[Clip, ...], str, str, str, bool]) -> list[RealResult]:
+    """Decode real clips: words against :func:`real_grammars`, sentences against those and
+    every game's grammar."""
+    clips, noise, backend, root, dump = job
+    rec = _RECOGNIZERS[backend]
+    out: list[RealResult] = []
+    for k, clip in enumerate(clips):
+        x = _read(Path(root) / clip.path)
+        seed = zlib.crc32(clip.path.encode())
+        audio = x if noise == "clean" else scene(x, noise, seed, clip.part)
+        targets_ = dict(real_grammars())
+        if clip.kind == "sentence":
+            targets_.update(grammars())
+        for name, grammar in targets_.items():
+            text = " ".join(clip.text.lower().split())
+            call = clip.kind == "word" and grammar.match(text.split()).cost == 0
+            kind = "call" if call else clip.kind
+            t0 = time.perf_counter()
+            hyp = rec.decode(audio, grammar)
+            latency = time.perf_counter() - t0
+            record: dict[str, Any] = {}
+            if dump and hasattr(rec, "hear_many"):
+                record = _record(rec, audio, grammar)
+            out.append(RealResult(backend, clip.part, noise, name, kind, text,
+                                  hyp.text if hyp.understood else "",
+                                  call and hyp.understood and hyp.text == text,
+                                  hyp.understood, latency, tuple(record.items())))
+    return out
+
+
+def report_real(results: list[RealResult], verbose: bool) -> None:
+    print("real speech: calls right | words that are not calls accepted | sentences accepted")
+    print(f"{'backend':9s}{'part':9s}{'noise':8s}{'grammar':12s}{'calls right':>16s}"
+          f"{'non-calls acc':>16s}{'sentences acc':>16s}{'latency mean/p95':>20s}")
+    keys = sorted({(r.backend, r.part, r.noise, r.grammar) for r in results},
+                  key=lambda k: (REAL_PARTS.index(k[1]), k[2], k[3], k[0]))
+    for key in keys:
+        rs = [r for r in results if (r.backend, r.part, r.noise, r.grammar) == key]
+        calls = [r for r in rs if r.kind == "call"]
+        words = [r for r in rs if r.kind == "word"]
+        sentences = [r for r in rs if r.kind == "sentence"]
+
+        def share(hit: int, n: int) -> str:
+            return f"{hit}/{n} {100 * hit / n:3.0f}%" if n else "-"
+
+        lat = np.array([r.latency_s for r in rs]) * 1000
+        print(f"{key[0]:9s}{key[1]:9s}{key[2]:8s}{key[3]:12s}"
+              f"{share(sum(r.right for r in calls), len(calls)):>16s}"
+              f"{share(sum(r.accepted for r in words), len(words)):>16s}"
+              f"{share(sum(r.accepted for r in sentences), len(sentences)):>16s}"
+              f"{lat.mean():10.0f} /{np.percentile(lat, 95):5.0f} ms")
+        if verbose:
+            for r in calls:
+                if not r.right:
+                    print(f"    call {r.text} -> {r.heard!r}{'' if r.accepted else ' (rejected)'}")
+            for r in words + sentences:
+                if r.accepted:
+                    print(f"    {r.kind} {r.text} -> {r.heard!r}")
+
+
+# --- latency of races ----------------------------------------------------------------------
+
+
+def race_latency(backend: str, races: int) -> dict[str, list[float]]:
+    """Per-call latency (s) decoding `races` races of four calls (tune voices, random calls of
+    every game), one call at a time and the four at once (Whisper: one batch; others: four
+    threads), from the moment the four calls' audio is complete."""
+    rec = _RECOGNIZERS[backend]
+    rng = np.random.default_rng(7)
+    games = list(grammars())
+    single: list[float] = []
+    four: list[float] = []
+    for r in range(races):
+        game = games[r % len(games)]
+        grammar = grammars()[game]
+        calls = rng.choice([p for p in commands()[game] if grammar.match(p.split()).cost == 0], 4)
+        voices = [TUNE[int(i)] for i in rng.choice(len(TUNE), 4, replace=False)]
+        audio = [scene(speech(str(c), v), "clean", r * 4 + i) for i, (c, v) in
+                 enumerate(zip(calls, voices))]
+        for a in audio:
+            t0 = time.perf_counter()
+            rec.decode(a, grammar)
+            single.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        if hasattr(rec, "decode_many"):
+            rec.decode_many(audio, grammar)
+            four += [time.perf_counter() - t0] * 4
+        else:
+            four += _threads(rec).decode(audio, grammar, t0)
+    return {"1 call": single, "4 at once": four}
+
+
+class _FourThreads:
+    """Four long-lived decoding threads (a recogniser may keep a decoder per thread), each
+    with every grammar prepared before any race."""
+
+    def __init__(self, rec: Recognizer) -> None:
+        import queue
+
+        self._rec = rec
+        self._jobs = [queue.Queue() for _ in range(4)]  # type: ignore[var-annotated]
+        self._done: queue.Queue[float] = queue.Queue()
+        for q in self._jobs:
+            threading.Thread(target=self._work, args=(q,), daemon=True).start()
+        for q in self._jobs:
+            q.put(None)
+        for _ in self._jobs:
+            self._done.get()
+
+    def _work(self, q: Any) -> None:
+        while True:
+            job = q.get()
+            if job is None:
+                for g in grammars().values():
+                    self._rec.prepare(g)
+                self._done.put(0.0)
+                continue
+            audio, grammar, t0 = job
+            self._rec.decode(audio, grammar)
+            self._done.put(time.perf_counter() - t0)
+
+    def decode(self, audio: list[np.ndarray], grammar: Grammar, t0: float) -> list[float]:
+        for q, a in zip(self._jobs, audio):
+            q.put((a, grammar, t0))
+        return [self._done.get() for _ in audio]
+
+
+_THREADS: dict[int, _FourThreads] = {}
+
+
+def _threads(rec: Recognizer) -> _FourThreads:
+    if id(rec) not in _THREADS:
+        _THREADS[id(rec)] = _FourThreads(rec)
+    return _THREADS[id(rec)]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=(*VOICES, "both", "all"), default="both",
-                        help="both: tune and heldout; all: every voice set")
+    parser.add_argument("--split", choices=(*VOICES, "both", "all", "real"), default="both",
+                        help="both: tune and heldout; all: every voice set; real: real speech only")
     parser.add_argument("--noise", choices=(*NOISES, "all"), default="all")
     parser.add_argument("--per-game", type=int, default=0, help="calls per game (0: all)")
-    parser.add_argument("--backend", default="sphinx")
+    parser.add_argument("--backend", default="sphinx",
+                        help="a backend, or several comma-separated (measured side by side)")
     parser.add_argument("--tuning", default="{}", help="SphinxTuning fields as JSON")
+    parser.add_argument("--whisper-tuning", default="{}", help="WhisperTuning fields as JSON")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="list every error")
     parser.add_argument(
@@ -302,19 +582,59 @@ def main(argv: list[str] | None = None) -> int:
         help="decode with one player's grammar of the moment (the others' phrases as rivals) "
         "where it is narrower than the game's, and beside it with the whole game's grammar; "
         "chatter counts only when taken for something the player may say then")
+    parser.add_argument("--real", action="store_true", help="real speech too (../shared/real_speech)")
+    parser.add_argument("--real-dir", type=Path, default=REAL_SPEECH)
+    parser.add_argument("--real-per-word", type=int, default=0,
+                        help="real clips per word and part (0: all)")
+    parser.add_argument("--latency", type=int, default=0, metavar="N",
+                        help="N races of four calls: latency one at a time and four at once")
+    parser.add_argument("--dump", type=Path, help="write every Whisper decode as JSON lines")
     args = parser.parse_args(argv)
-    splits = {"both": ("tune", "heldout"), "all": tuple(VOICES)}.get(args.split, (args.split,))
+    backends = tuple(b.strip() for b in args.backend.split(",") if b.strip())
+    splits = {"both": ("tune", "heldout"), "all": tuple(VOICES), "real": ()}.get(
+        args.split, (args.split,))
     noises = NOISES if args.noise == "all" else (args.noise,)
-    jobs = [(v, n, s, args.per_game, args.moments) for s in splits for n in noises
-            for v in VOICES[s]]
-    with Pool(args.jobs, _init, (args.backend, args.tuning)) as pool:
-        results = [r for rs in pool.map(run_voice, jobs) for r in rs]
-        knocked = pool.map(knocks_accepted, range(KNOCK_CLIPS)) if "clatter" in noises else []
+    dump = args.dump is not None
+    jobs = [(v, n, s, args.per_game, args.moments, b, dump) for s in splits for n in noises
+            for v in VOICES[s] for b in backends]
+    real_jobs = []
+    if args.real or args.split == "real":
+        clips = real_clips(args.real_dir)
+        if args.real_per_word > 0:
+            kept: dict[tuple[str, str, str], int] = defaultdict(int)
+            chosen = []
+            for c in clips:
+                key = (c.part, c.kind, c.text)
+                if c.kind == "sentence" or kept[key] < args.real_per_word:
+                    kept[key] += 1
+                    chosen.append(c)
+            clips = chosen
+        chunks = [tuple(clips[i::8]) for i in range(8)]
+        real_jobs = [(chunk, n, b, str(args.real_dir), dump) for n in noises for b in backends
+                     for chunk in chunks]
+    with Pool(args.jobs, _init, (backends, args.tuning, args.whisper_tuning)) as pool:
+        results = [r for rs in pool.map(run_voice, jobs) for r in rs] if jobs else []
+        real = [r for rs in pool.map(run_real, real_jobs) for r in rs] if real_jobs else []
+        knocked = (pool.map(_knocks_job, [(b, i) for b in backends for i in range(KNOCK_CLIPS)])
+                   if "clatter" in noises and jobs else [])
+    if dump:
+        with args.dump.open("w", encoding="utf-8") as f:
+            for r in results:
+                for line in r.records:
+                    f.write(json.dumps({"backend": r.backend, **line}) + "\n")
+            for rr in real:
+                if rr.record:
+                    f.write(json.dumps({"backend": rr.backend, "split": f"real-{rr.part}",
+                                        "noise": rr.noise, "grammar": rr.grammar,
+                                        "text": rr.text, "call": rr.kind == "call",
+                                        "kind": rr.kind, "heard": rr.heard,
+                                        **dict(rr.record)}) + "\n")
     kinds = tuple(dict.fromkeys(r.grammar for r in results))
-    print(f"{'split':8s}{'noise':8s}{'grammar':12s}{'voice':24s}{'calls ok':>12s}"
-          f"{'chatter acc':>14s}")
+    if results:
+        print(f"{'backend':9s}{'split':8s}{'noise':8s}{'grammar':12s}{'voice':24s}"
+              f"{'calls ok':>12s}{'chatter acc':>14s}")
     for r in results:
-        print(f"{r.split:8s}{r.noise:8s}{r.grammar:12s}{r.voice:24s}"
+        print(f"{r.backend:9s}{r.split:8s}{r.noise:8s}{r.grammar:12s}{r.voice:24s}"
               f"{r.calls - len(r.errors):6d}/{r.calls:<5d}{len(r.accepts):8d}/{r.chatter:<5d}")
         if args.verbose:
             for line in r.errors + r.accepts:
@@ -323,25 +643,42 @@ def main(argv: list[str] | None = None) -> int:
     for s in splits:
         for n in noises:
             for kind in kinds:
-                rs = [r for r in results if r.split == s and r.noise == n and r.grammar == kind]
-                calls = sum(r.calls for r in rs)
-                ok = calls - sum(len(r.errors) for r in rs)
-                chat = sum(r.chatter for r in rs)
-                acc = sum(len(r.accepts) for r in rs)
-                lat = np.concatenate([r.latency_s for r in rs]) * 1000
-                label = "" if kind == GAME else f"{kind:12s}"
-                print(f"{s:8s}{n:8s}{label} command accuracy {100 * ok / calls:5.1f}% "
-                      f"({ok}/{calls})  chatter accepted {100 * acc / chat:4.1f}% ({acc}/{chat})  "
-                      f"finish latency mean {lat.mean():.0f} ms "
-                      f"p95 {np.percentile(lat, 95):.0f} ms")
-    if knocked:
-        accepted = [line for clip in knocked for line in clip]
+                for b in backends:
+                    rs = [r for r in results
+                          if r.split == s and r.noise == n and r.grammar == kind and r.backend == b]
+                    calls = sum(r.calls for r in rs)
+                    ok = calls - sum(len(r.errors) for r in rs)
+                    chat = sum(r.chatter for r in rs)
+                    acc = sum(len(r.accepts) for r in rs)
+                    lat = np.concatenate([r.latency_s for r in rs]) * 1000
+                    label = "" if kind == GAME else f"{kind:12s}"
+                    print(f"{b:8s} {s:8s}{n:8s}{label} command accuracy {100 * ok / calls:5.1f}% "
+                          f"({ok}/{calls})  chatter accepted {100 * acc / chat:4.1f}% "
+                          f"({acc}/{chat})  finish latency mean {lat.mean():.0f} ms "
+                          f"p95 {np.percentile(lat, 95):.0f} ms")
+    for b in backends:
+        accepted = [line for name, clip in knocked if name == b for line in clip]
+        if not knocked:
+            break
         n = KNOCK_CLIPS * len(grammars())
-        print(f"knocks of cutlery alone accepted as a call {100 * len(accepted) / n:4.1f}% "
-              f"({len(accepted)}/{n})")
+        print(f"{b:8s} knocks of cutlery alone accepted as a call "
+              f"{100 * len(accepted) / n:4.1f}% ({len(accepted)}/{n})")
         if args.verbose:
             for line in accepted:
                 print("    " + line)
+    if real:
+        print()
+        report_real(real, args.verbose)
+    if args.latency > 0:
+        print()
+        _init(backends, args.tuning, args.whisper_tuning)
+        print(f"latency of {args.latency} races of four calls (this process, while nothing "
+              "else of this script runs)")
+        for b in backends:
+            for label, values in race_latency(b, args.latency).items():
+                ms = np.array(values) * 1000
+                print(f"{b:8s} {label:10s} per call mean {ms.mean():4.0f} ms  "
+                      f"p95 {np.percentile(ms, 95):4.0f} ms  max {ms.max():4.0f} ms")
     return 0
 
 

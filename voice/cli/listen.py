@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--game", default="desserts", help="desserts, poutine or chaosteria")
     source.add_argument("--phrases", metavar="FILE", help="phrase file instead of a game")
-    parser.add_argument("--backend", default="sphinx", help="recogniser: sphinx or vosk")
+    parser.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default), vosk or whisper")
     parser.add_argument("--model", help="Vosk model name or directory (vosk backend)")
     parser.add_argument("--tie-window-ms", type=float, default=40.0, help="tie window")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")

@@ -60,7 +60,7 @@ def add_live_arguments(p: argparse.ArgumentParser) -> None:
                    help="DEVICE (one multichannel interface) or DEV:CH,... (one per player); "
                    "default: the set-up saved by 'orderup calibrate'")
     p.add_argument("--setup", metavar="FILE", help="a saved table set-up (default: your config dir)")
-    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default) or vosk")
+    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default), vosk or whisper")
     p.add_argument("--no-speech", action="store_true", help="print the narration, do not speak it")
     add_voice_arguments(p)
 

