@@ -744,9 +744,10 @@ def test_not_understood(text: str) -> None:
         chaosteria_intents.parse(text, "Andy", 9.0, state_after(""))
 
 
-def test_readme_example_is_what_the_app_says() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
-    section = readme[readme.index("### Chaosteria") :]
+def test_the_rules_example_is_what_the_app_says() -> None:
+    rules = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text("utf-8")
+    section = rules[rules.index("## 3. Chaosteria") :]
+    section = section[section.index("### An example, refereed") :]
     game, output = section.split("```")[1:4:2]
     args = build_parser().parse_args(
         ["referee", "chaosteria", "--orders", "table", "--transcript", "game.txt"]

@@ -511,9 +511,10 @@ def test_a_transcript_game_replays_to_the_same_state() -> None:
     assert again.history == state.history
 
 
-def test_the_readme_example_prints_what_the_readme_shows() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
-    section = readme[readme.index("### Miss Poutine") :]
+def test_the_rules_example_prints_what_the_rules_show() -> None:
+    rules = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text("utf-8")
+    section = rules[rules.index("## 2. Miss Poutine") :]
+    section = section[section.index("### An example, refereed") :]
     game, shown = re.findall(r"```\n(.*?)```", section, re.DOTALL)[:2]
     out = io.StringIO()
     args = build_parser().parse_args(["referee", "poutine", "--transcript", "game.txt"])
