@@ -14,6 +14,9 @@ less than the tie window apart ring together, the earliest onset getting the
 floor. The ringer must then name who ordered the dish (or nobody). When a
 window closes with no further bell, the app answers for the client, settles
 the whole chain of corrections and ends the turn (or lets a return go on).
+
+One module for the whole game, as for the other two: its rules are one state machine whose
+phases share every check, and a reader follows a rule of docs/rules.md §3 in one file.
 """
 
 from __future__ import annotations

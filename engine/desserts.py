@@ -5,6 +5,9 @@ dishes, the guests collected, the piles and the kitchen. A turned-up guest
 ends in exactly one of: all pass (or the guest timeout), a first caller's
 serve (with the favorite bonus and the favorite trump), simultaneous calls,
 or erroneous calls with a penalty for every caller.
+
+One module for the whole game, as for the other two: its rules are one state machine whose
+phases share every check, and a reader follows a rule of docs/rules.md §1 in one file.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ Decisions beyond the rule sheet (docs/rules.md §2):
   5 s break that follows, is acknowledged.
 - Mop gifts: the asked players answer within 20 s ("keep" declines); the
   orders are revealed once every gift is settled.
+
+One module for the whole game, as for the other two: its rules are one state machine whose
+phases share every check, and a reader follows a rule of docs/rules.md §2 in one file.
 """
 
 from __future__ import annotations

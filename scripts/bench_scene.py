@@ -15,6 +15,9 @@ the scene's truth. In the same pass it runs the baselines the benchmark compares
 
 A worker process calls :func:`init_worker` once (the recognisers load there), then
 :func:`measure_scene` per scene; the result is a JSON-ready dict (see :func:`measure_scene`).
+
+One module, over 400 lines: orderup's pipeline, the baselines and the scoring against the
+truth run over the same scene in one pass, so they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,14 +34,14 @@ import numpy as np
 
 from voice.audio.files import WavSource, read_wav
 from voice.audio.frames import PIPELINE_RATE_HZ
-from voice.hearing.onsets import OnsetConfig, SpeechEnd, SpeechStart
+from voice.hearing.onsets import OnsetConfig
 from voice.recognition.grammar import Grammar, game_grammar
 from voice.recognition.intents import words
 from voice.recognition.interface import Hypothesis, Recognizer, create_recognizer
 from voice.recognition.sphinx import decode_afresh
-from voice.table.arbiter import Arbiter, Utterance, rank
+from voice.table.arbiter import Utterance, rank
 from voice.table.games import GAMES as GAME_BINDINGS
-from voice.table.loop import Ears, recorded_reference, with_reference
+from voice.table.pipeline import Heard, Pipeline, recorded_frames
 
 RATE_HZ = PIPELINE_RATE_HZ
 GAMES = tuple(GAME_BINDINGS)
@@ -209,7 +212,7 @@ def _timed(decode: Any, *args: Any) -> tuple[Any, float]:
 
 def _recognise(
     backends: _Backends,
-    heard: _Heard,
+    heard: Heard,
     games: Sequence[str],
     mics: int,
     baselines: bool,
@@ -224,7 +227,8 @@ def _recognise(
         free_words, decode_ms["free"] = _timed(backends.free.hear, heard.samples)
     for g in games:
         grammar = grammar_for(g, mics)
-        hyps = {"sphinx": heard.hyp if g == games[0] else backends.sphinx.decode(heard.samples, grammar)}
+        hyps = {"sphinx": heard.hypothesis if g == games[0]
+                else backends.sphinx.decode(heard.samples, grammar)}
         if baselines:
             hyps["free"] = backends.free.judge(free_words, grammar)
             if backends.vosk is not None:
@@ -302,64 +306,18 @@ def score_segments(
 # --------------------------------------------------------------------------- one scene
 
 
-@dataclass
-class _Heard:
-    """A segment the pipeline decoded: where, when it was delivered, what, how long it took."""
-
-    mic: int
-    onset_sample: int
-    end_sample: int
-    samples: np.ndarray
-    delivered_sample: int
-    hyp: Hypothesis
-    decode_ms: float
-
-
-def _frames(wav: Path) -> Iterator[Any]:
-    """The scene's frames, with the app's playback as a last channel when it spoke."""
-    playback = wav.with_suffix(".app.wav")
-    frames = iter(WavSource(wav))
-    if not playback.exists():
-        return frames
-    return with_reference(frames, recorded_reference(read_wav(playback)[:, 0]))
-
-
 def _run_pipeline(
-    wav: Path, players: int, app: bool, grammar: Grammar, sphinx: Recognizer
-) -> tuple[list[_Heard], list[Utterance], int]:
-    """Echo cancellation → onsets → recognition → arbitration over the scene, with the table
-    loop's own front end (:class:`voice.table.loop.Ears`); returns the decoded segments, the
-    arbiter's released utterances and the onsets rejected as bleed."""
-    ears = Ears(players, app)
-    arbiter = Arbiter(TIE_WINDOW_MS)
-    heard: list[_Heard] = []
-    released: list[Utterance] = []
-
-    def handle(events: Sequence[SpeechStart | SpeechEnd], now: int) -> None:
-        for event in events:
-            if isinstance(event, SpeechStart):
-                arbiter.started(event.mic, event.onset_s)
-                continue
-            seg = event.segment
-            if ears.is_other(seg):
-                arbiter.recognised(seg.mic, seg.onset_s, None)
-                continue
-            hyp, decode_ms = _timed(sphinx.decode, seg.samples, grammar)
-            heard.append(
-                _Heard(seg.mic, seg.onset_sample, seg.end_sample, seg.samples, now, hyp, decode_ms)
-            )
-            arbiter.recognised(seg.mic, seg.onset_s, heard[-1])
-        arbiter.settle(ears.settled_s)
-        released.extend(u for u in arbiter.ready() if u.result is not None)
-
-    now = 0
-    for frame in _frames(wav):
-        now = frame.end_sample
-        handle(ears.feed(frame), now)
-    handle(ears.flush(), now)
-    arbiter.close()
-    handle([], now)
-    return heard, released, ears.detector.rejected_bleed
+    wav: Path, players: int, grammar: Grammar, sphinx: Recognizer
+) -> tuple[list[Heard], int]:
+    """The table's pipeline (:class:`voice.table.pipeline.Pipeline`) over the scene, every
+    utterance decoded with the scene's game grammar; returns the utterances it released (in
+    onset order) and the onsets it rejected as bleed."""
+    playback = wav.with_suffix(".app.wav")
+    app = str(playback) if playback.exists() else None
+    pipeline = Pipeline(PLAYERS[:players], sphinx, lambda mic, onset_s: grammar,
+                        app_channel=app is not None, tie_window_ms=TIE_WINDOW_MS)
+    heard = list(pipeline.run(recorded_frames(WavSource(wav), app)))
+    return heard, pipeline.ears.detector.rejected_bleed
 
 
 def _run_naive(wav: Path) -> list[NaiveSegment]:
@@ -370,23 +328,21 @@ def _run_naive(wav: Path) -> list[NaiveSegment]:
     return segments + detector.flush()
 
 
-def _first_speaker(
-    truth: dict[str, Any], heard: list[_Heard], released: list[Utterance]
-) -> dict[str, Any]:
+def _first_speaker(truth: dict[str, Any], heard: list[Heard]) -> dict[str, Any]:
     """Who each arbitration names first in a race, beside the truth (tie window 10 ms)."""
     import scenes  # here, not at the top: the memory probe's fresh process needs no room model
 
     text = " ".join(words(truth["expected"]["calls"][0]["text"]))
 
-    def said(result: object) -> str | None:
-        hyp = result.hyp if isinstance(result, _Heard) else None
-        return hyp.text if hyp is not None and hyp.understood else None
+    def said(h: Heard) -> str | None:
+        return h.text if h.understood else None
 
+    released = [Utterance(h.mic, h.onset_s, h) for h in heard]
     by_onset = rank(released, TIE_WINDOW_MS, lambda _: "call").get("call")
     by_text = rank(released, TIE_WINDOW_MS, said).get(text)
 
-    def first_recognised(candidates: list[_Heard]) -> list[int]:
-        done = [(h.delivered_sample / RATE_HZ + h.decode_ms / 1000, h.mic) for h in candidates]
+    def first_recognised(candidates: list[Heard]) -> list[int]:
+        done = [(h.delivered_s + h.decode_ms / 1000, h.mic) for h in candidates]
         return [min(done)[1]] if done else []
 
     calls = truth["expected"]["calls"]
@@ -442,8 +398,7 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
     calls = [u for u in players if u["role"] == "call"]
     game = game_of(calls[0]["text"]) if calls else GAMES[truth["seed"] % len(GAMES)]
     grammar = grammar_for(game, mics)
-    app = wav.with_suffix(".app.wav").exists()
-    heard, released, rejected = _run_pipeline(wav, mics, app, grammar, backends.sphinx)
+    heard, rejected = _run_pipeline(wav, mics, grammar, backends.sphinx)
     naive = _run_naive(wav)
 
     utterances = truth["utterances"]
@@ -474,7 +429,7 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
             h = heard[ours[i]]
             record["onset_error_ms"] = round((h.onset_sample - u["onset_sample"]) * 1000 / RATE_HZ, 3)
             record["end_to_delivery_ms"] = round(
-                (h.delivered_sample - u["end_sample"]) * 1000 / RATE_HZ, 1
+                h.delivered_s * 1000 - u["end_sample"] * 1000 / RATE_HZ, 1
             )
             games = (game,) if u["role"] == "call" else (game, *(g for g in GAMES if g != game))
             record["results"], record["decode_ms"] = _recognise(
@@ -504,7 +459,7 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
         "rejected_bleed": rejected,
     }
     if truth["kind"] == "race":
-        out["first"] = _first_speaker(truth, heard, released)
+        out["first"] = _first_speaker(truth, heard)
     return out
 
 
@@ -520,8 +475,7 @@ def peak_rss_mb(pipeline: str, wav_path: str) -> float:
     wav = Path(wav_path)
     mics = len(json.loads(wav.with_suffix(".json").read_text(encoding="utf-8"))["mics_m"])
     if pipeline == "orderup":
-        app = wav.with_suffix(".app.wav").exists()
-        _run_pipeline(wav, mics, app, grammar_for("desserts", mics), create_recognizer("sphinx"))
+        _run_pipeline(wav, mics, grammar_for("desserts", mics), create_recognizer("sphinx"))
     else:
         free, audio = FreeLanguageModel(), read_wav(wav)
         for s in _run_naive(wav)[:MEMORY_SEGMENTS]:

@@ -12,10 +12,11 @@ from scenes import mix_scene, synth
 from voice.audio.files import WavSource, write_wav
 from voice.audio.frames import PIPELINE_RATE_HZ
 from voice.cli.play import Keys, drive, narrate
-from voice.recognition.interface import create_recognizer
+from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.table.journal import Journal, Setup
-from voice.table.loop import Heard, TableLoop
+from voice.table.loop import TableLoop
 from voice.table.narration import Announcer
+from voice.table.pipeline import Heard
 from voice.table.referee import Referee
 from voice.table.screen import TableView, render
 
@@ -25,8 +26,11 @@ RATE = PIPELINE_RATE_HZ
 def test_the_screen_shows_scores_meters_and_calls() -> None:
     view = TableView("desserts", ("Ann", "Bob"))
     view.meter(np.full((320, 2), [0.1, 0.001], np.float32))
-    view.take([Heard(0, "Ann", 1.0, 1.4, "got it", True, 0.97),
-               Heard(1, "Bob", 1.1, 1.5, "pass me the salt", False, 0.0)])
+    silence = np.zeros(RATE, np.float32)
+    view.take([Heard(0, "Ann", 1.0, 1.4, Hypothesis("got it", True, 0.97), RATE, 2 * RATE,
+                     silence, 1.7, 80.0),
+               Heard(1, "Bob", 1.1, 1.5, Hypothesis("pass me the salt", False, 0.0), RATE,
+                     2 * RATE, silence, 1.8, 90.0)])
     view.summary = {"players": {"Ann": {"guests": 1, "hand": 5}, "Bob": {"guests": 0, "hand": 6}}}
     console = Console(file=io.StringIO(), width=100, color_system=None)
     console.print(render(view))

@@ -19,7 +19,8 @@ from voice.hearing.onsets import Segment
 from voice.recognition.grammar import Grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.table.journal import Journal, Setup, restore
-from voice.table.loop import Ears, TableLoop
+from voice.table.loop import TableLoop
+from voice.table.pipeline import Ears
 from voice.table.referee import Referee
 from voice.table.setup import TableSetup
 

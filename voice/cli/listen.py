@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from voice.table.pipeline import Heard
 
 
 def register(subparsers: Any) -> None:
@@ -30,19 +33,20 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from voice.audio.files import WavSource, read_wav
+    from voice.audio.files import WavSource
     from voice.audio.frames import AudioFileError, AudioStreamError
     from voice.cli.replay import app_audio_path
-    from voice.hearing.onsets import SpeechEnd, SpeechStart
     from voice.recognition.grammar import GrammarError, game_grammar, load_phrases
-    from voice.recognition.interface import Hypothesis, RecognizerError, create_recognizer
+    from voice.recognition.interface import RecognizerError, create_recognizer
     from voice.recognition.models import ModelNotFound
-    from voice.table.arbiter import Arbiter, ArbiterError, rank
-    from voice.table.loop import Ears, recorded_reference, with_reference
+    from voice.table.arbiter import ArbiterError, Utterance, rank
+    from voice.table.pipeline import Pipeline, recorded_frames
 
     players = [p.strip() for p in args.players.split(",") if p.strip()]
+    heard: list[Heard] = []
     try:
         source = WavSource(args.wav)
+        names = players + [f"mic {m}" for m in range(len(players), source.channels)]
         grammar = (
             load_phrases(args.phrases, players) if args.phrases
             else game_grammar(_game(args.game), players or _mic_names(source.channels))
@@ -50,44 +54,24 @@ def run(args: argparse.Namespace) -> int:
         options = {"model": args.model} if args.model else {}
         recognizer = create_recognizer(args.backend, **options)
         recognizer.prepare(grammar)
-        arbiter = Arbiter(args.tie_window_ms)
         app = app_audio_path(args.wav, None)
-        ears = Ears(source.channels, app is not None)
-        frames = with_reference(source, recorded_reference(read_wav(app)[:, 0])) if app else source
-        heard: list[Any] = []
-
-        def handle(events: list[Any]) -> None:
-            for event in events:
-                if isinstance(event, SpeechStart):
-                    arbiter.started(event.mic, event.onset_s)
-                elif isinstance(event, SpeechEnd):
-                    seg = event.segment
-                    other = ears.is_other(seg)
-                    hyp = None if other else recognizer.decode(seg.samples, grammar)
-                    arbiter.recognised(seg.mic, seg.onset_s, None if other else (seg, hyp))
-            arbiter.settle(ears.settled_s)
-            for utterance in arbiter.ready():
-                if utterance.result is not None:
-                    heard.append(utterance)
-                    _print_utterance(args.json, utterance.result, players)
-
-        for frame in frames:
-            handle(ears.feed(frame))
-        handle(ears.flush())
-        arbiter.close()
-        handle([])
+        pipeline = Pipeline(names[: source.channels], recognizer, lambda mic, onset_s: grammar,
+                            app_channel=app is not None, tie_window_ms=args.tie_window_ms)
+        for utterance in pipeline.run(recorded_frames(source, app)):
+            heard.append(utterance)
+            _print_utterance(args.json, utterance)
     except (AudioFileError, AudioStreamError, GrammarError, ModelNotFound, RecognizerError,
             ArbiterError) as exc:
         print(f"orderup listen: {exc}", file=sys.stderr)
         return 2
 
-    def phrase(result: object) -> str | None:
-        hyp: Hypothesis = result[1]  # type: ignore[index]
-        return hyp.text if hyp.understood else None
+    def phrase(h: Heard) -> str | None:
+        return h.text if h.understood else None
 
-    for verdict in rank(heard, args.tie_window_ms, phrase).values():
-        order = [_name(m, players) for m in verdict.order]
-        ties = [[_name(m, players) for m in group] for group in verdict.ties]
+    calls = [Utterance(h.mic, h.onset_s, h) for h in heard]
+    for verdict in rank(calls, args.tie_window_ms, phrase).values():
+        order = [names[m] for m in verdict.order]
+        ties = [[names[m] for m in group] for group in verdict.ties]
         if args.json:
             print(json.dumps({"type": "arbitration", "phrase": verdict.phrase, "order": order,
                               "ties": ties}))
@@ -112,20 +96,11 @@ def _mic_names(channels: int) -> list[str]:
     return [f"player {chr(ord('a') + i)}" for i in range(channels)]
 
 
-def _name(mic: int, players: list[str]) -> str:
-    return players[mic] if mic < len(players) else f"mic {mic}"
-
-
-def _print_utterance(as_json: bool, result: Any, players: list[str]) -> None:
-    seg, hyp = result
-    record = {
-        "type": "utterance", "mic": seg.mic, "player": _name(seg.mic, players),
-        "onset_s": round(seg.onset_s, 4), "end_s": round(seg.end_s, 4), "text": hyp.text,
-        "understood": hyp.understood, "confidence": round(hyp.confidence, 3),
-    }
+def _print_utterance(as_json: bool, heard: Heard) -> None:
+    record = {**heard.to_json(), "type": "utterance"}
     if as_json:
         print(json.dumps(record), flush=True)
     else:
-        mark = "" if hyp.understood else "  (not understood)"
-        print(f"{seg.onset_s:8.3f}-{seg.end_s:8.3f} s  {record['player']}: {hyp.text!r}"
-              f" [{hyp.confidence:.2f}]{mark}", flush=True)
+        mark = "" if heard.understood else "  (not understood)"
+        print(f"{heard.onset_s:8.3f}-{heard.end_s:8.3f} s  {heard.player}: {heard.text!r}"
+              f" [{heard.confidence:.2f}]{mark}", flush=True)

@@ -104,8 +104,9 @@ def play_live(
     from voice.audio.live import LiveSource
     from voice.recognition.interface import RecognizerError, create_recognizer
     from voice.recognition.models import ModelNotFound
-    from voice.table.loop import TableLoop, with_reference
+    from voice.table.loop import TableLoop
     from voice.table.narration import ReferenceTap, start_announcer
+    from voice.table.pipeline import with_reference
 
     view_lines: list[str] = []
     tap = ReferenceTap()
@@ -155,7 +156,7 @@ def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses
     """Feed frames to the table loop, narrate, show the screen and obey the keys."""
     from rich.live import Live
 
-    from voice.table.loop import Heard
+    from voice.table.pipeline import Heard
     from voice.table.screen import TableView, render
 
     view = TableView(title, loop.players)

@@ -15,7 +15,7 @@ from voice.table.journal import JournalError
 from voice.table.transcript import Transcript, TranscriptError
 
 if TYPE_CHECKING:
-    from voice.table.loop import Heard
+    from voice.table.pipeline import Heard
     from voice.table.setup import TableSetup
 
 
@@ -79,12 +79,13 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
 
     A ``transcript``'s directives may give the players, seed and stacked decks.
     """
-    from voice.audio.files import WavSource, read_wav
+    from voice.audio.files import WavSource
     from voice.audio.frames import AudioFileError, AudioStreamError
     from voice.recognition.grammar import GrammarError
     from voice.recognition.interface import RecognizerError, create_recognizer
     from voice.recognition.models import ModelNotFound
-    from voice.table.loop import TableLoop, recorded_reference, with_reference
+    from voice.table.loop import TableLoop
+    from voice.table.pipeline import recorded_frames
     from voice.table.setup import SetupError
 
     try:
@@ -94,7 +95,7 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
         if source.channels != len(players):
             raise ConfigError(f"{args.wav} has {source.channels} channels for {len(players)} players")
         app = app_audio_path(args.wav, args.app_audio)
-        frames = with_reference(source, recorded_reference(read_wav(app)[:, 0])) if app else iter(source)
+        frames = recorded_frames(source, app)
         loop = TableLoop(referee, create_recognizer(args.backend), players,
                          app_channel=app is not None, tie_window_ms=args.tie_window_ms,
                          calibration=calibration_for(args.wav, args.setup, players))
@@ -111,7 +112,7 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
 
 def show(args: argparse.Namespace, out: TextIO, items: Sequence[Heard | Event]) -> None:
     """Print heard utterances and game events as they happen."""
-    from voice.table.loop import Heard
+    from voice.table.pipeline import Heard
 
     for item in items:
         if isinstance(item, Heard) and not args.json:

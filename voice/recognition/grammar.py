@@ -7,6 +7,9 @@ a phrase list for Vosk) and check its words against their dictionary when they l
 
 Phrase files (``orderup listen --phrases FILE``) hold one template per line, ``@slot name:
 a | b | c`` definitions and ``#`` comments; ``{player}`` is filled from the players list.
+
+One module, over 400 lines: templates, slots, phrase files, the word graph and the
+matching a recogniser checks its text with are one value's parts, built and read together.
 """
 
 from __future__ import annotations

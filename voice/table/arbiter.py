@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import cast
+from typing import Generic, TypeVar, cast
 
 DEFAULT_TIE_WINDOW_MS = 40.0
+
+R = TypeVar("R")
+"""What the recogniser made of an utterance: the pipeline's record, or a phrase in tests."""
 
 
 class ArbiterError(ValueError):
@@ -23,14 +26,14 @@ class ArbiterError(ValueError):
 
 
 @dataclass(frozen=True)
-class Utterance:
+class Utterance(Generic[R]):
     """One attributed utterance: who (`mic`), when it started, and what was recognised.
 
-    `result` is whatever the recogniser returned (None: not understood)."""
+    `result` is what the recogniser returned (None: not a call)."""
 
     mic: int
     onset_s: float
-    result: object = None
+    result: R | None = None
 
 
 @dataclass(frozen=True)
@@ -53,25 +56,29 @@ class Verdict:
         return self.order[:1]
 
 
-def _key(u: Utterance) -> tuple[float, int]:
+def _key(u: Utterance[R]) -> tuple[float, int]:
     return (u.onset_s, u.mic)
 
 
+def _itself(result: object) -> Hashable:
+    return cast(Hashable, result)
+
+
 def rank(
-    utterances: Iterable[Utterance],
+    utterances: Iterable[Utterance[R]],
     tie_window_ms: float = DEFAULT_TIE_WINDOW_MS,
-    phrase: Callable[[object], Hashable | None] = lambda result: result,  # type: ignore[return-value]
+    phrase: Callable[[R], Hashable | None] = _itself,
 ) -> dict[Hashable, Verdict]:
-    """Group utterances by `phrase(result)` (None and not-understood are left out) and order
+    """Group utterances by `phrase(result)` (no result, or a phrase of None, is left out) and order
     each group's mics by onset; each mic counts once, at its earliest onset for that phrase.
 
     Tie groups are formed greedily from the earliest onset: a group holds every later onset
     within `tie_window_ms` of the group's first. Deterministic for a given set of utterances.
     """
     window_s = tie_window_ms / 1000
-    by_phrase: dict[Hashable, dict[int, Utterance]] = {}
+    by_phrase: dict[Hashable, dict[int, Utterance[R]]] = {}
     for u in sorted(utterances, key=_key):
-        key = phrase(u.result)
+        key = None if u.result is None else phrase(u.result)
         if key is not None:
             by_phrase.setdefault(key, {}).setdefault(u.mic, u)
     verdicts = {}
@@ -95,7 +102,7 @@ def rank(
     return verdicts
 
 
-class Arbiter:
+class Arbiter(Generic[R]):
     """Holds utterances back until their verdict can no longer change, then releases them in
     onset order (see the module docstring).
 
@@ -109,7 +116,7 @@ class Arbiter:
             raise ArbiterError(f"tie_window_ms must be >= 0, got {tie_window_ms}")
         self.tie_window_ms = tie_window_ms
         self._window_s = tie_window_ms / 1000
-        self._pending: dict[tuple[float, int], Utterance | None] = {}
+        self._pending: dict[tuple[float, int], Utterance[R] | None] = {}
         self._settled_s = float("-inf")
         self._released_to: tuple[float, int] | None = None
 
@@ -131,7 +138,7 @@ class Arbiter:
             )
         self._pending[key] = None
 
-    def recognised(self, mic: int, onset_s: float, result: object) -> None:
+    def recognised(self, mic: int, onset_s: float, result: R | None) -> None:
         """The utterance on `mic` that started at `onset_s` said `result` (None: nothing)."""
         key = (onset_s, mic)
         if key not in self._pending:
@@ -152,9 +159,13 @@ class Arbiter:
         """(onset_s, mic) of the utterances started but not yet recognised, in onset order."""
         return sorted(k for k, u in self._pending.items() if u is None)
 
-    def ready(self) -> list[Utterance]:
+    def unreleased(self) -> list[tuple[float, int]]:
+        """(onset_s, mic) of the utterances started but not yet released, in onset order."""
+        return sorted(self._pending)
+
+    def ready(self) -> list[Utterance[R]]:
         """Release, in onset order, every cluster whose verdict can no longer change."""
-        out: list[Utterance] = []
+        out: list[Utterance[R]] = []
         keys = sorted(self._pending)
         i = 0
         while i < len(keys):
@@ -165,7 +176,7 @@ class Arbiter:
             closed = keys[j - 1][0] + self._window_s <= self._settled_s  # nothing can join
             if not closed or any(self._pending[k] is None for k in cluster):
                 break
-            out.extend(cast(Utterance, self._pending.pop(k)) for k in cluster)
+            out.extend(cast(Utterance[R], self._pending.pop(k)) for k in cluster)
             self._released_to = cluster[-1]
             i = j
         return out

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine.core import Event
-from voice.table.loop import Heard
+from voice.table.pipeline import Heard
 
 KEYS = "[p] pause  [u] undo last verdict  [q] quit"
 
