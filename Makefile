@@ -24,7 +24,6 @@ test: system $(STAMP)
 	@$(PY) -m pytest
 
 bench: system $(STAMP)
-	@$(PY) -m pip install -qq --disable-pip-version-check -e '.[bench]'
 	@$(PY) scripts/bench.py
 
 lint: system $(STAMP)

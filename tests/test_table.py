@@ -92,7 +92,7 @@ def test_loop_journals_every_step_and_resume_restores_it(tmp_path: Path) -> None
         loop.feed(frame)
     loop.finish()
     _, state, restored = restore(str(tmp_path / "game.jsonl"))
-    assert restored.heard == 3
+    assert len(restored.heard) == 3
     assert state.summary() == loop.referee.state.summary()
     assert state.summary()["players"]["Ann"]["guests"] == 1
 

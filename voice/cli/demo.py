@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="referee the demo's transcript instead of its recording (instant)")
     p.add_argument("--realtime", action="store_true", help="play at the pace of the recording")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--disputes", metavar="DIR",
+                   help="draw every close call of the game, with its calls' sound, into DIR "
+                   "(see 'orderup replay --disputes')")
     p.set_defaults(handler=handle)
 
 
@@ -42,7 +45,9 @@ def handle(args: argparse.Namespace) -> int:
         options = build_parser().parse_args(["referee", "desserts", "--transcript", "-", *flags])
         return referee_transcript(options, transcript, sys.stdout)
     recording = str(folder.joinpath("desserts.ogg"))
-    options = build_parser().parse_args(["replay", recording, "--game", "desserts", *flags])
+    disputes = ["--disputes", args.disputes] if args.disputes else []
+    options = build_parser().parse_args(["replay", recording, "--game", "desserts", *flags,
+                                         *disputes])
     if not args.json:
         print("orderup demo: a recorded game of Just Desserts, heard through three microphones.\n"
               "Lines starting 'heard' are what the app recognised; the others are what it says.\n")

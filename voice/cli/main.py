@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from voice.cli import (
     calibrate,
     demo,
+    dispute,
     listen,
     models,
     play,
@@ -28,6 +29,7 @@ COMMANDS = (
     referee,
     replay,
     resume,
+    dispute,
     listen,
     say,
     calibrate,

@@ -7,12 +7,14 @@ import contextlib
 import os
 import queue
 import select
+import shutil
+import subprocess
 import sys
 import termios
 import threading
 import time
 import tty
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -45,7 +47,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "  orderup calibrate --players Maya,Leo,Priya --mics 2     (once, saves the set-up)\n"
         "  orderup play desserts                                   (uses the saved set-up)\n"
         "  orderup play poutine --players Ann,Bob,Cat --mics 3:0,4:0,5:0\n"
-        "keys while playing: p pause, u undo the last verdict (recorded in the journal), q quit",
+        "keys while playing: p pause, r replay the last close call (who was first, by how much:\n"
+        "  the calls played again in onset order, and a timeline picture), u undo the last\n"
+        "  verdict (recorded in the journal, with the close call it answers), q quit",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_game_arguments(p)
@@ -96,14 +100,16 @@ def handle(args: argparse.Namespace) -> int:
 
 def play_live(
     args: argparse.Namespace, referee: Referee, mics: list[Any],
-    calibration: TableSetup | None = None,
+    calibration: TableSetup | None = None, heard: Sequence[Mapping[str, Any]] = (),
 ) -> int:
     """Run the live table until the game ends, the players quit or every mic is gone
-    (``calibration``: the table's saved set-up, see :class:`voice.table.loop.TableLoop`)."""
+    (``calibration``: the table's saved set-up; ``heard``: a resumed game's calls, see
+    :class:`voice.table.loop.TableLoop`)."""
     from voice.audio.frames import AudioStreamError
     from voice.audio.live import LiveSource
     from voice.recognition.interface import RecognizerError, create_recognizer
     from voice.recognition.models import ModelNotFound
+    from voice.table.clips import ClipStore, clip_folder
     from voice.table.loop import TableLoop
     from voice.table.narration import ReferenceTap, start_announcer
     from voice.table.pipeline import with_reference
@@ -117,7 +123,8 @@ def play_live(
     players = referee.state.config.players
     try:
         loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
-                         tie_window_ms=args.tie_window_ms, calibration=calibration)
+                         tie_window_ms=args.tie_window_ms, calibration=calibration,
+                         clips=ClipStore(clip_folder(args.journal)), heard=heard)
     except (ModelNotFound, RecognizerError) as exc:
         return fail(str(exc))
     narrate(announcer, referee.state.opening)
@@ -161,6 +168,7 @@ def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses
 
     view = TableView(title, loop.players)
     live = Live(render(view), refresh_per_second=8, transient=False) if sys.stdout.isatty() else None
+    disputed: int | None = None  # the close call just heard again, which a "u" answers
     with live or contextlib.nullcontext():
         for frame in frames:
             key = keys.get()
@@ -168,9 +176,12 @@ def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses
                 break
             if key == "p":
                 (loop.resume if loop.paused else loop.pause)(frame.t_s)
+            if key == "r":
+                disputed = replay_close_call(loop, announcer, narration)
             items: list[Heard | Event] = []
             if key == "u":
-                items += loop.referee.undo(loop.referee.state.t)
+                items += loop.referee.undo(loop.referee.state.t, dispute=disputed)
+                disputed = None
             view.meter(frame.samples[:, : len(loop.players)])
             items += loop.feed(frame)
             narrate(announcer, [i for i in items if isinstance(i, Event)])
@@ -187,6 +198,30 @@ def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses
                           f"{item.onset_s:8.2f}  heard {item.player}: {item.text!r}", flush=True)
             if loop.referee.state.finished:
                 break
+
+
+def replay_close_call(loop: Any, announcer: Any, narration: list[str]) -> int | None:
+    """``r``: say who was first in the game's last close call and by how much, play the calls
+    again in onset order, and draw the race beside the journal (opened in the desktop's viewer
+    where there is one); returns the close call's number."""
+    from voice.cli.dispute import dispute
+    from voice.table.dispute import DisputeError, pick, races
+
+    try:
+        race = pick(races(loop.calls))
+    except DisputeError as exc:
+        narration.append(str(exc))
+        return None
+    folder = loop.clips.folder
+    picture = folder / f"close-call-{race.number}.png"
+    dispute(race, folder, loop.players, loop.referee.state.config.tie_window_ms, picture,
+            announcer)
+    narration.append(f"timeline of close call {race.number}: {picture}")
+    viewer = shutil.which("xdg-open") if os.environ.get("DISPLAY") else None
+    if viewer is not None:
+        subprocess.Popen([viewer, str(picture)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    return race.number
 
 
 class Keys:

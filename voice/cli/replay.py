@@ -15,6 +15,8 @@ from voice.table.journal import JournalError
 from voice.table.transcript import Transcript, TranscriptError
 
 if TYPE_CHECKING:
+    from voice.table.clips import ClipStore
+    from voice.table.loop import TableLoop
     from voice.table.pipeline import Heard
     from voice.table.setup import TableSetup
 
@@ -40,6 +42,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "the onset detector starts from the crosstalk it measured between the mics, as "
                    "'orderup play' does (default: FILE.table.json beside the recording, if any)")
     p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default), vosk or whisper")
+    p.add_argument("--disputes", metavar="DIR",
+                   help="write a timeline picture and the calls' sound, in onset order, for every "
+                   "close call (two players within 150 ms) into DIR")
     add_output_arguments(p)
     p.set_defaults(handler=handle)
 
@@ -98,7 +103,8 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
         frames = recorded_frames(source, app)
         loop = TableLoop(referee, create_recognizer(args.backend), players,
                          app_channel=app is not None, tie_window_ms=args.tie_window_ms,
-                         calibration=calibration_for(args.wav, args.setup, players))
+                         calibration=calibration_for(args.wav, args.setup, players),
+                         clips=clip_store(args))
         emit(args, out, referee.state.opening)
         for frame in frames:
             show(args, out, loop.feed(frame))
@@ -107,7 +113,40 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
             AudioStreamError, GrammarError, ModelNotFound, RecognizerError, SetupError) as exc:
         return fail(str(exc))
     emit(args, out, [loop.referee.final()])
+    if args.disputes:
+        write_disputes(loop, Path(args.disputes))
     return 0
+
+
+def clip_store(args: argparse.Namespace) -> ClipStore | None:
+    """Where the calls' sound is kept: beside the journal, or in the disputes folder."""
+    from voice.table.clips import ClipStore, clip_folder
+
+    if getattr(args, "disputes", None):
+        return ClipStore(Path(args.disputes) / "clips", limit_mb=float("inf"))
+    return ClipStore(clip_folder(args.journal)) if args.journal else None
+
+
+def write_disputes(loop: TableLoop, folder: Path) -> None:
+    """Every close call of the game: its picture and its calls in onset order (FLAC)."""
+    import numpy as np
+    import soundfile as sf
+
+    from voice.audio.frames import PIPELINE_RATE_HZ
+    from voice.cli.dispute import dispute
+    from voice.table.dispute import playlist, races
+
+    assert loop.clips is not None
+    config = loop.referee.state.config
+    found = races(loop.calls)
+    for race in found:
+        name = folder / f"close-call-{race.number:03d}"
+        gap = np.zeros(PIPELINE_RATE_HZ // 3, np.float32)
+        sounds = [part for _, sound in playlist(race, loop.clips.folder) for part in (sound, gap)]
+        sf.write(f"{name}.flac", np.concatenate(sounds), PIPELINE_RATE_HZ, format="FLAC")
+        dispute(race, loop.clips.folder, config.players, config.tie_window_ms,
+                name.with_suffix(".png"), None)
+    print(f"{len(found)} close calls drawn in {folder}", file=sys.stderr)
 
 
 def show(args: argparse.Namespace, out: TextIO, items: Sequence[Heard | Event]) -> None:

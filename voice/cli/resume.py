@@ -11,7 +11,7 @@ from engine.core import Event, GameState
 from voice.cli.play import add_live_arguments
 from voice.cli.referee import add_output_arguments, emit, fail, run_utterances
 from voice.table.games import GameBinding
-from voice.table.journal import Journal, JournalError, Setup, restore
+from voice.table.journal import Journal, JournalError, Restored, restore
 from voice.table.referee import Referee
 from voice.table.transcript import TranscriptError, read_transcript
 
@@ -45,11 +45,11 @@ def handle(args: argparse.Namespace) -> int:
     resumed = Event(
         "resumed", state.t,
         f"Resuming {game.title} at {state.t:.2f} s with {', '.join(setup.players)}.",
-        setup.players, {"actions": len(restored.actions), "heard": restored.heard},
+        setup.players, {"actions": len(restored.actions), "heard": len(restored.heard)},
     )
     emit(args, sys.stdout, [resumed])
     if args.play:
-        return resume_live(args, game, state, setup)
+        return resume_live(args, game, state, restored)
     if transcript is None:
         emit(args, sys.stdout, [{"type": "final", "finished": state.finished, **state.summary()}])
         return 0
@@ -58,11 +58,14 @@ def handle(args: argparse.Namespace) -> int:
     except JournalError as exc:
         return fail(str(exc))
     referee = Referee(game, state, journal)
-    return run_utterances(args, referee, transcript, transcript.utterances[restored.heard :], sys.stdout)
+    return run_utterances(args, referee, transcript, transcript.utterances[len(restored.heard) :], sys.stdout)
 
 
-def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[Any], setup: Setup) -> int:
-    """Continue the restored game live, appending to the same journal."""
+def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[Any],
+                restored: Restored) -> int:
+    """Continue the restored game live, appending to the same journal (its calls' sound kept
+    in the same folder)."""
+    setup = restored.setup
     from voice.cli.play import play_live
     from voice.table.setup import SetupError, TableSetup, default_path, table_inputs
 
@@ -75,4 +78,4 @@ def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[An
         return fail(str(exc))
     args.game = game.name
     args.tie_window_ms = setup.options.get("tie_window_ms", 40.0)
-    return play_live(args, Referee(game, state, journal), mics, calibration)
+    return play_live(args, Referee(game, state, journal), mics, calibration, restored.heard)

@@ -81,9 +81,11 @@ class Journal:
         """One step: the utterance heard (if any) and the actions it caused, atomically."""
         self._write({"type": "step", "heard": heard, "actions": [a.to_json() for a in actions]})
 
-    def undo(self, keep: int, t: float, reason: str) -> None:
-        """Record that only the first ``keep`` actions stand (a human override)."""
-        self._write({"type": "undo", "keep": keep, "t": t, "reason": reason})
+    def undo(self, keep: int, t: float, reason: str, dispute: int | None = None) -> None:
+        """Record that only the first ``keep`` actions stand (a human override), and the close
+        call (:mod:`voice.table.dispute`, by number) it answers, if any."""
+        entry = {"type": "undo", "keep": keep, "t": t, "reason": reason}
+        self._write(entry if dispute is None else {**entry, "dispute": dispute})
 
     def close(self) -> None:
         self._fh.close()
@@ -91,9 +93,12 @@ class Journal:
 
 @dataclass(frozen=True)
 class Restored:
+    """A journal read back: how the game was made, its actions, how many utterances it heard
+    (``heard``: their records, in order) and what was repaired on the way."""
+
     setup: Setup
     actions: tuple[Action, ...]
-    heard: int
+    heard: tuple[dict[str, Any], ...]
     warnings: tuple[str, ...]
 
 
@@ -132,16 +137,17 @@ def read_journal(path: str) -> Restored:
             options=dict(head["options"]), seed=int(head["seed"]),
         )
         actions: list[Action] = []
-        heard = 0
+        heard: list[dict[str, Any]] = []
         for entry in entries[1:]:
             if entry["type"] == "step":
                 actions += [action_from_json(a) for a in entry["actions"]]
-                heard += entry["heard"] is not None
+                if entry["heard"] is not None:
+                    heard.append(dict(entry["heard"]))
             elif entry["type"] == "undo":
                 del actions[int(entry["keep"]):]
     except (KeyError, TypeError, ValueError) as exc:
         raise JournalError(f"{path}: damaged journal ({exc})") from exc
-    return Restored(setup, tuple(actions), heard, tuple(warnings))
+    return Restored(setup, tuple(actions), tuple(heard), tuple(warnings))
 
 
 def restore(path: str) -> tuple[GameBinding, GameState[Any], Restored]:

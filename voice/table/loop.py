@@ -8,7 +8,7 @@ is paused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.core import Event
@@ -16,6 +16,7 @@ from voice.audio.frames import AudioFrame
 from voice.recognition.grammar import Grammar, NothingToSay, game_grammar
 from voice.recognition.interface import Recognizer
 from voice.table.arbiter import DEFAULT_TIE_WINDOW_MS
+from voice.table.clips import LEAD_S, TAIL_S, Clip, ClipStore
 from voice.table.pipeline import Heard, Pipeline
 from voice.table.referee import Referee
 from voice.table.setup import TableSetup
@@ -26,7 +27,9 @@ class TableLoop:
 
     Channel i is ``players[i]``; with ``app_channel`` the last channel carries the app's own
     output, and ``calibration`` is the table's set-up from ``orderup calibrate`` (see
-    :class:`voice.table.pipeline.Pipeline`).
+    :class:`voice.table.pipeline.Pipeline`). With ``clips``, the sound of every understood
+    call is kept there and named in the journal (:mod:`voice.table.clips`); ``heard`` are the
+    journal's records of a resumed game's calls.
     """
 
     def __init__(
@@ -38,8 +41,13 @@ class TableLoop:
         app_channel: bool = False,
         tie_window_ms: float = DEFAULT_TIE_WINDOW_MS,
         calibration: TableSetup | None = None,
+        clips: ClipStore | None = None,
+        heard: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.referee = referee
+        self.clips = clips
+        self.calls: list[Mapping[str, Any]] = [h for h in heard if "clip" in h]
+        """The understood calls whose sound is kept, as journaled (for disputes)."""
         self.recognizer = recognizer
         self.players = tuple(players)
         self._prepare()
@@ -85,15 +93,36 @@ class TableLoop:
         for heard in released:
             out.append(heard)
             game_t = self.game_time(heard.onset_s)
-            if game_t is not None:
-                out += (self.referee.hear if heard.understood else self.referee.not_understood)(
-                    game_t, heard.player, heard.text)
+            if game_t is None:
+                continue
+            if heard.understood:
+                sound = self._sound(heard)
+                out += self.referee.hear(game_t, heard.player, heard.text, sound)
+                if sound is not None:
+                    self.calls.append({"onset_s": game_t, "player": heard.player,
+                                       "text": heard.text, **sound})
+            else:
+                out += self.referee.not_understood(game_t, heard.player, heard.text)
         watermark = self.game_time(self.pipeline.watermark_s())
         if watermark is not None and watermark > self.referee.state.t:
             out += self.referee.tick(watermark)
         if any(isinstance(item, Event) for item in out):  # the game moved
             self._prepare()
         return out
+
+    def _sound(self, heard: Heard) -> dict[str, Any] | None:
+        """The journal's record of a call's sound: its mic, onset and end on the audio's clock,
+        the copies heard on other mics around it, and its clip."""
+        if self.clips is None:
+            return None
+        start, end = heard.onset_s - LEAD_S, heard.end_s + TAIL_S
+        clip = self.clips.save(Clip(self.pipeline.audio(start, end), start))
+        if clip is None:
+            return None
+        copies = [[m, round(a, 4), round(b, 4)] for m, a, b in self.pipeline.copies
+                  if a < end and b > start]
+        return {"mic": heard.mic, "at_s": round(heard.onset_s, 4), "end_s": round(heard.end_s, 4),
+                "copies": copies, "clip": clip}
 
     def _grammar_at(self, mic: int, onset_s: float) -> Grammar | None:
         """What the player on ``mic`` may say at ``onset_s``: the game with the timers due by

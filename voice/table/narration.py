@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -316,6 +316,7 @@ class Spoken:
 class _Line:
     text: str
     urgent: bool
+    sounds: tuple[np.ndarray, ...] = ()
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -345,9 +346,11 @@ class Announcer:
         self._thread = threading.Thread(target=self._run, name="announcer", daemon=True)
         self._thread.start()
 
-    def say(self, text: str, urgent: bool = False) -> threading.Event:
-        """Queue ``text``; returns an event set once it has been spoken (or skipped)."""
-        line = _Line(text, urgent)
+    def say(self, text: str, urgent: bool = False,
+            then: Sequence[np.ndarray] = ()) -> threading.Event:
+        """Queue ``text``, and sounds to play after it (16 kHz mono: calls played back);
+        returns an event set once it has been spoken (or skipped)."""
+        line = _Line(text, urgent, tuple(then))
         if urgent:
             self._stop.set()
             with self._queue.mutex:
@@ -374,17 +377,20 @@ class Announcer:
             self.echo(line.text)
             if self.synth is not None and self.sink is not None:
                 try:
-                    self._play(self.synth, self.sink, line.text)
+                    self._play(self.synth, self.sink, line)
                 except SpeechUnavailable as exc:
                     self.echo(f"(narration is text only from now on: {exc})")
                     self.sink = None
             line.done.set()
 
-    def _play(self, synth: Synthesizer, sink: Sink, text: str) -> None:
-        samples = synth.render(text)
+    def _play(self, synth: Synthesizer, sink: Sink, line: _Line) -> None:
+        samples = synth.render(line.text)
         start = self.clock()
         sink.play(samples, self._stop)
-        self.spoken.append(Spoken(text, start, self.clock(), cut=self._stop.is_set()))
+        for sound in line.sounds:
+            if not self._stop.is_set():
+                sink.play(sound, self._stop)
+        self.spoken.append(Spoken(line.text, start, self.clock(), cut=self._stop.is_set()))
 
 
 def start_announcer(

@@ -17,6 +17,7 @@ is dropped.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from voice.audio.files import read_wav
-from voice.audio.frames import AudioFrame
+from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame
 from voice.hearing.echo import EchoCanceller
 from voice.hearing.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognition.grammar import Grammar
@@ -41,6 +42,9 @@ cut it in two: the parts are decoded together."""
 
 APP_ECHO_SHARE = 0.5
 """An utterance whose sound was more than this share the app's echo is the app's own."""
+
+KEEP_AUDIO_S = 30.0
+"""How much of the players' recent audio the pipeline keeps, for the clips of calls."""
 
 CALL_OVER_NOISE_DB = 10.0
 """At a calibrated table, an utterance less than this far above its mic's noise floor is
@@ -226,6 +230,9 @@ class Pipeline:
         self.arbiter: Arbiter[Heard] = Arbiter(tie_window_ms)
         self._ended: dict[tuple[float, int], _Ended] = {}  # by (onset_s, mic)
         self._now_s = 0.0
+        self._recent: deque[AudioFrame] = deque()
+        self.copies: deque[tuple[int, float, float]] = deque(maxlen=256)
+        """The latest sounds heard on a mic as another player's: (mic, onset_s, end_s)."""
 
     @property
     def settled_s(self) -> float:
@@ -239,7 +246,29 @@ class Pipeline:
     def feed(self, frame: AudioFrame) -> Iterator[list[Heard]]:
         """Analyse one frame; yield what it lets the arbiter release."""
         self._now_s = frame.end_sample / frame.rate_hz
+        self._keep(frame)
         return self._step(self.ears.feed(frame))
+
+    def audio(self, start_s: float, end_s: float) -> np.ndarray:
+        """The players' mics between two stream times, (samples, players); zeros for what is
+        not kept (older than :data:`KEEP_AUDIO_S`, or not heard yet)."""
+        rate = self._recent[0].rate_hz if self._recent else PIPELINE_RATE_HZ
+        start, stop = round(start_s * rate), round(end_s * rate)
+        out = np.zeros((max(0, stop - start), len(self.players)), np.float32)
+        for frame in self._recent:
+            lo, hi = max(start, frame.start_sample), min(stop, frame.end_sample)
+            if lo < hi:
+                out[lo - start : hi - start] = frame.samples[lo - frame.start_sample :
+                                                             hi - frame.start_sample]
+        return out
+
+    def _keep(self, frame: AudioFrame) -> None:
+        mics = frame.samples[:, : len(self.players)].copy()
+        self._recent.append(AudioFrame(mics, frame.rate_hz, mics.shape[1], frame.start_sample,
+                                       frame.t_s))
+        oldest = frame.end_sample - KEEP_AUDIO_S * frame.rate_hz
+        while self._recent[0].end_sample < oldest:
+            self._recent.popleft()
 
     def finish(self) -> Iterator[list[Heard]]:
         """End of the audio: yield everything still pending."""
@@ -261,7 +290,10 @@ class Pipeline:
             if isinstance(event, SpeechStart):
                 self.arbiter.started(event.mic, event.onset_s)
             elif self.ears.is_other(event.segment):
-                self.arbiter.recognised(event.segment.mic, event.segment.onset_s, None)
+                seg = event.segment
+                if seg.not_own:
+                    self.copies.append((seg.mic, seg.onset_s, seg.end_s))
+                self.arbiter.recognised(seg.mic, seg.onset_s, None)
             else:
                 self._ended[(event.segment.onset_s, event.segment.mic)] = _Ended(
                     event.segment, self._now_s)

@@ -10,7 +10,7 @@ player the game waits for (a serve, an answer) is asked to say it again.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.core import Event, GameState, IllegalAction, replay
@@ -34,10 +34,13 @@ class Referee:
             self.journal.record(new, heard)
         self._recorded = len(self.state.history)
 
-    def hear(self, onset_s: float, player: str, text: str) -> list[Event]:
-        """What the table learns from ``player`` saying ``text`` at ``onset_s``."""
+    def hear(self, onset_s: float, player: str, text: str,
+             sound: Mapping[str, Any] | None = None) -> list[Event]:
+        """What the table learns from ``player`` saying ``text`` at ``onset_s``; ``sound``
+        (its mic, onsets on the audio's clock, clip: :class:`voice.table.dispute.Call`) goes
+        into the journal beside it."""
         events = self._hear(onset_s, player, text)
-        self._record({"onset_s": onset_s, "player": player, "text": text})
+        self._record({"onset_s": onset_s, "player": player, "text": text, **(sound or {})})
         return events
 
     def _hear(self, onset_s: float, player: str, text: str) -> list[Event]:
@@ -79,8 +82,10 @@ class Referee:
         self._record(None)
         return events
 
-    def undo(self, t: float, reason: str = "overruled by the referee") -> list[Event]:
-        """Take back the last player's action and all it caused (a human override)."""
+    def undo(self, t: float, reason: str = "overruled by the referee",
+             dispute: int | None = None) -> list[Event]:
+        """Take back the last player's action and all it caused (a human override); ``dispute``
+        is the close call it answers, when the table had just heard one again."""
         history = self.state.history
         keep = max((i for i, r in enumerate(history) if r.player is not None), default=None)
         if keep is None:
@@ -90,7 +95,7 @@ class Referee:
         self.state = state
         self._recorded = len(state.history)
         if self.journal is not None:
-            self.journal.undo(keep, t, reason)
+            self.journal.undo(keep, t, reason, dispute)
         return [Event("overruled", t, f"Overruled: {undone.player}'s last call is taken back.",
                       (str(undone.player),), {"action": undone.to_json(), "reason": reason})]
 
