@@ -20,7 +20,7 @@ from voice.recognition.grammar import Grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.table.journal import Journal, Setup, restore
 from voice.table.loop import TableLoop
-from voice.table.pipeline import Ears
+from voice.table.pipeline import Ears, Heard
 from voice.table.referee import Referee
 from voice.table.setup import TableSetup
 
@@ -225,3 +225,52 @@ def test_at_a_calibrated_table_the_rooms_noise_is_not_a_call() -> None:
     assert ears.is_other(heard(0, -48.0)) and not ears.is_other(heard(0, -30.0))
     assert not ears.is_other(heard(1, -48.0))  # that mic's room is quieter
     assert not Ears(2).is_other(heard(0, -48.0))  # uncalibrated: no floor to go by
+
+
+def test_a_killed_replay_resumed_on_its_recording_ends_as_the_whole_replay(tmp_path: Path) -> None:
+    wav = recording(tmp_path)
+    (tmp_path / "whole").mkdir()
+    whole = loop_for(tmp_path / "whole")
+    for frame in WavSource(wav):
+        whole.feed(frame)
+    whole.finish()
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    loop = loop_for(killed)
+    for frame in WavSource(wav):
+        if frame.t_s > 2.6:  # after the race, before the serve
+            break
+        loop.feed(frame)
+    game, state, restored = restore(str(killed / "game.jsonl"))
+    resumed_at = state.t
+    assert len(restored.heard) == 2 and 1.6 < resumed_at < 2.6
+    again = TableLoop(Referee(game, state, Journal(str(killed / "game.jsonl"), restored.setup,
+                                                   fresh=False)),
+                      create_recognizer("sphinx"), PLAYERS, heard=restored.heard,
+                      resume="recording")
+    heard = [item for frame in WavSource(wav) for item in again.feed(frame)]
+    heard += again.finish()
+    assert [(h.player, h.text) for h in heard if isinstance(h, Heard)] == [
+        ("Ann", "rocky road")]  # only the serve is heard again: the race was refereed before
+    assert again.referee.state.summary() == whole.referee.state.summary()
+    _, _, final = restore(str(killed / "game.jsonl"))
+    assert len(final.heard) == 3
+
+
+def test_a_resumed_live_game_runs_on_the_journals_clock(tmp_path: Path) -> None:
+    loop = loop_for(tmp_path)
+    for frame in WavSource(recording(tmp_path)):
+        if frame.t_s > 2.6:
+            break
+        loop.feed(frame)
+    game, state, _ = restore(str(tmp_path / "game.jsonl"))
+    resumed_at = state.t
+    live = TableLoop(Referee(game, state), create_recognizer("sphinx"), PLAYERS, resume="live")
+    assert live.game_time(0.0) == resumed_at  # the new audio starts where the game stood
+    silence = np.zeros((RATE * 3, 2), np.float32)
+    path = tmp_path / "quiet.wav"
+    write_wav(path, silence, RATE)
+    for frame in WavSource(path):
+        live.feed(frame)  # a tick from the live clock restarting at 0 would be refused
+    live.finish()
+    assert live.referee.state.t >= resumed_at + 2.5

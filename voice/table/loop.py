@@ -30,6 +30,11 @@ class TableLoop:
     :class:`voice.table.pipeline.Pipeline`). With ``clips``, the sound of every understood
     call is kept there and named in the journal (:mod:`voice.table.clips`); ``heard`` are the
     journal's records of a resumed game's calls.
+
+    A resumed game (``resume``) goes on from its state's clock: ``"live"``, the new audio
+    starts where the game's clock stands (timers keep their deadlines); ``"recording"``, the
+    recording is heard again from its start and the calls up to that clock or the last of
+    ``heard``, refereed already, are not refereed twice.
     """
 
     def __init__(
@@ -43,6 +48,7 @@ class TableLoop:
         calibration: TableSetup | None = None,
         clips: ClipStore | None = None,
         heard: Sequence[Mapping[str, Any]] = (),
+        resume: str | None = None,
     ) -> None:
         self.referee = referee
         self.clips = clips
@@ -55,6 +61,12 @@ class TableLoop:
                                  app_channel=app_channel, calibration=calibration,
                                  tie_window_ms=tie_window_ms)
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
+        if resume not in (None, "live", "recording"):
+            raise ValueError(f"resume is 'live' or 'recording', not {resume!r}")
+        self._offset_s = referee.state.t if resume == "live" else 0.0
+        last_heard = max((float(h["onset_s"]) for h in heard), default=referee.state.t)
+        self._refereed_until_s = (max(referee.state.t, last_heard) if resume == "recording"
+                                  else float("-inf"))
 
     @property
     def paused(self) -> bool:
@@ -70,14 +82,15 @@ class TableLoop:
             self._pauses[-1][1] = t_s
 
     def game_time(self, t_s: float) -> float | None:
-        """Audio time to game time (pauses taken out); None inside a pause."""
+        """Audio time to game time (pauses taken out, a resumed live game's clock added);
+        None inside a pause."""
         paused = 0.0
         for start, end in self._pauses:
             if start <= t_s < end:
                 return None
             if end <= t_s:
                 paused += end - start
-        return t_s - paused
+        return t_s - paused + self._offset_s
 
     def feed(self, frame: AudioFrame) -> list[Heard | Event]:
         """Analyse one frame; return what was heard and what the game did, in time order."""
@@ -91,8 +104,10 @@ class TableLoop:
         """Hear released utterances, then let the game clock run to what is settled."""
         out: list[Heard | Event] = []
         for heard in released:
-            out.append(heard)
             game_t = self.game_time(heard.onset_s)
+            if game_t is not None and game_t <= self._refereed_until_s:
+                continue  # refereed before the game was resumed
+            out.append(heard)
             if game_t is None:
                 continue
             if heard.understood:
