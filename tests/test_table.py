@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -274,3 +275,34 @@ def test_a_resumed_live_game_runs_on_the_journals_clock(tmp_path: Path) -> None:
         live.feed(frame)  # a tick from the live clock restarting at 0 would be refused
     live.finish()
     assert live.referee.state.t >= resumed_at + 2.5
+
+
+def test_a_sigkilled_replay_goes_on_with_resume_recording(tmp_path: Path) -> None:
+    wav = recording(tmp_path)
+    stack = tmp_path / "stack.txt"
+    stack.write_text("guests: Rocky\n")
+    game = ["--game", "desserts", "--players", ",".join(PLAYERS), "--stack", str(stack),
+            "--seed", "1"]
+    whole = subprocess.run([sys.executable, "-m", "voice.cli", "replay", str(wav), *game,
+                            "--json"], capture_output=True, text=True, check=True)
+    journal = tmp_path / "game.jsonl"
+    live = subprocess.Popen([sys.executable, "-m", "voice.cli", "replay", str(wav), *game,
+                             "--realtime", "--journal", str(journal)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def heard() -> int:
+        return journal.read_text("utf-8").count('"heard": {') if journal.exists() else 0
+
+    deadline = time.monotonic() + 60
+    while heard() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    live.kill()
+    live.wait()
+    _, killed, restored = restore(str(journal))
+    assert len(restored.heard) == 2 and not killed.finished  # killed between race and serve
+    done = subprocess.run([sys.executable, "-m", "voice.cli", "resume", str(journal),
+                           "--recording", str(wav), "--json"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    final = json.loads(done.stdout.splitlines()[-1])
+    assert final == json.loads(whole.stdout.splitlines()[-1])
+    assert len(restore(str(journal))[2].heard) == 3

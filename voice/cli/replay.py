@@ -16,8 +16,10 @@ from voice.table.transcript import Transcript, TranscriptError
 
 if TYPE_CHECKING:
     from voice.table.clips import ClipStore
+    from voice.table.journal import Restored
     from voice.table.loop import TableLoop
     from voice.table.pipeline import Heard
+    from voice.table.referee import Referee
     from voice.table.setup import TableSetup
 
 
@@ -79,10 +81,12 @@ def handle(args: argparse.Namespace) -> int:
     return replay(args, sys.stdout)
 
 
-def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None = None) -> int:
+def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None = None,
+           resumed: tuple[Referee, Restored] | None = None) -> int:
     """Referee the recording ``args.wav``; print events (and what was heard) to ``out``.
 
-    A ``transcript``'s directives may give the players, seed and stacked decks.
+    A ``transcript``'s directives may give the players, seed and stacked decks; a ``resumed``
+    game (its referee and its journal read back) goes on from where its journal stopped.
     """
     from voice.audio.files import WavSource
     from voice.audio.frames import AudioFileError, AudioStreamError
@@ -94,7 +98,7 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
     from voice.table.setup import SetupError
 
     try:
-        referee = make_referee(args, transcript)
+        referee = resumed[0] if resumed else make_referee(args, transcript)
         source = WavSource(args.wav, realtime=args.realtime)
         players = referee.state.config.players
         if source.channels != len(players):
@@ -104,8 +108,10 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
         loop = TableLoop(referee, create_recognizer(args.backend), players,
                          app_channel=app is not None, tie_window_ms=args.tie_window_ms,
                          calibration=calibration_for(args.wav, args.setup, players),
-                         clips=clip_store(args))
-        emit(args, out, referee.state.opening)
+                         clips=clip_store(args), heard=resumed[1].heard if resumed else (),
+                         resume="recording" if resumed else None)
+        if not resumed:
+            emit(args, out, referee.state.opening)
         for frame in frames:
             show(args, out, loop.feed(frame))
         show(args, out, loop.finish())
@@ -122,7 +128,7 @@ def clip_store(args: argparse.Namespace) -> ClipStore | None:
     """Where the calls' sound is kept: beside the journal, or in the disputes folder."""
     from voice.table.clips import ClipStore, clip_folder
 
-    if getattr(args, "disputes", None):
+    if args.disputes:
         return ClipStore(Path(args.disputes) / "clips", limit_mb=float("inf"))
     return ClipStore(clip_folder(args.journal)) if args.journal else None
 

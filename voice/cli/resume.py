@@ -22,10 +22,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="restore a game from its journal after a crash or a closed lid",
         description="Restore the exact state of a journaled game and show it. With "
         "--transcript, go on refereeing that transcript from the first utterance the "
-        "journal had not heard yet, appending to the same journal.",
+        "journal had not heard yet; with --recording, go on with the recording a killed "
+        "'orderup replay' was refereeing, from where it stopped; with --play, go on with the "
+        "live game on the journal's clock. Each appends to the same journal.",
     )
     p.add_argument("journal", metavar="JOURNAL", help="the journal file written by --journal")
     p.add_argument("--transcript", metavar="FILE", help="the transcript the game was refereed from")
+    p.add_argument("--recording", metavar="FILE.wav",
+                   help="the recording the game was replayed from (as in 'orderup replay')")
     p.add_argument("--play", action="store_true",
                    help="go on with the live game (microphones as in 'orderup play')")
     add_output_arguments(p, journal=False)
@@ -50,6 +54,8 @@ def handle(args: argparse.Namespace) -> int:
     emit(args, sys.stdout, [resumed])
     if args.play:
         return resume_live(args, game, state, restored)
+    if args.recording:
+        return resume_recording(args, game, state, restored)
     if transcript is None:
         emit(args, sys.stdout, [{"type": "final", "finished": state.finished, **state.summary()}])
         return 0
@@ -59,6 +65,20 @@ def handle(args: argparse.Namespace) -> int:
         return fail(str(exc))
     referee = Referee(game, state, journal)
     return run_utterances(args, referee, transcript, transcript.utterances[len(restored.heard) :], sys.stdout)
+
+
+def resume_recording(args: argparse.Namespace, game: GameBinding, state: GameState[Any],
+                     restored: Restored) -> int:
+    """Go on with a replayed recording from where its journal stopped."""
+    from voice.cli.replay import replay
+
+    try:
+        journal = Journal(args.journal, restored.setup, fresh=False)
+    except JournalError as exc:
+        return fail(str(exc))
+    args.wav, args.app_audio, args.realtime, args.disputes = args.recording, None, False, None
+    args.tie_window_ms = restored.setup.options.get("tie_window_ms", 40.0)
+    return replay(args, sys.stdout, resumed=(Referee(game, state, journal), restored))
 
 
 def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[Any],
