@@ -14,7 +14,7 @@ import termios
 import threading
 import time
 import tty
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -29,6 +29,7 @@ from voice.table.referee import Referee, render_text
 from voice.table.transcript import TranscriptError
 
 if TYPE_CHECKING:
+    from voice.table.journal import Restored
     from voice.table.setup import TableSetup
 
 URGENT = {"first", "tie", "false_stop", "round_end", "overruled"}
@@ -100,11 +101,11 @@ def handle(args: argparse.Namespace) -> int:
 
 def play_live(
     args: argparse.Namespace, referee: Referee, mics: list[Any],
-    calibration: TableSetup | None = None, heard: Sequence[Mapping[str, Any]] = (),
+    calibration: TableSetup | None = None, resumed: Restored | None = None,
 ) -> int:
     """Run the live table until the game ends, the players quit or every mic is gone
-    (``calibration``: the table's saved set-up; ``heard``: a resumed game's calls, see
-    :class:`voice.table.loop.TableLoop`)."""
+    (``calibration``: the table's saved set-up; ``resumed``: the journal a resumed game was
+    read back from, whose clock it goes on from: see :class:`voice.table.loop.TableLoop`)."""
     from voice.audio.frames import AudioStreamError
     from voice.audio.live import LiveSource
     from voice.recognition.interface import RecognizerError, create_recognizer
@@ -124,7 +125,9 @@ def play_live(
     try:
         loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
                          tie_window_ms=args.tie_window_ms, calibration=calibration,
-                         clips=ClipStore(clip_folder(args.journal)), heard=heard)
+                         clips=ClipStore(clip_folder(args.journal)),
+                         heard=resumed.heard if resumed else (),
+                         resume="live" if resumed else None)
     except (ModelNotFound, RecognizerError) as exc:
         return fail(str(exc))
     narrate(announcer, referee.state.opening)

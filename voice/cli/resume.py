@@ -98,4 +98,4 @@ def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[An
         return fail(str(exc))
     args.game = game.name
     args.tie_window_ms = setup.options.get("tie_window_ms", 40.0)
-    return play_live(args, Referee(game, state, journal), mics, calibration, restored.heard)
+    return play_live(args, Referee(game, state, journal), mics, calibration, restored)
