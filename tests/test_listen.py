@@ -69,7 +69,7 @@ def test_listen_json_reports_each_call_and_who_was_first(table: tuple[Path, Scen
 
 
 @needs_espeak
-@pytest.mark.xfail(strict=True, reason="voice/onsets.py: a call starting while another's "
+@pytest.mark.xfail(strict=True, reason="voice/hearing/bleed.py: a call starting while another's "
                    "bleed is on its mic is detected ~30 ms late where the table's crosstalk is "
                    "not known (-10 dB assumed; `listen` takes no calibration)")
 def test_listen_second_caller_onset_under_bleed(table: tuple[Path, Scene]) -> None:
