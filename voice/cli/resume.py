@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.core import Event, GameState
-from voice.cli.play import add_live_arguments
-from voice.cli.referee import add_output_arguments, emit, fail, run_utterances
+from voice.cli.options import add_live_arguments, add_output_arguments
+from voice.cli.output import Output, fail, finish_transcript
 from voice.table.games import GameBinding
 from voice.table.journal import Journal, JournalError, Setup, restore
 from voice.table.referee import Referee
@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="restore a game from its journal after a crash or a closed lid",
         description="Restore the exact state of a journaled game and show it. With "
         "--transcript, go on refereeing that transcript from the first utterance the "
-        "journal had not heard yet, appending to the same journal.",
+        "journal had not heard yet, appending to the same journal. The game's and the "
+        "table's options (tie window, narration) are the journal's.",
     )
     p.add_argument("journal", metavar="JOURNAL", help="the journal file written by --journal")
     p.add_argument("--transcript", metavar="FILE", help="the transcript the game was refereed from")
@@ -38,27 +39,29 @@ def handle(args: argparse.Namespace) -> int:
         game, state, restored = restore(args.journal)
         transcript = read_transcript(args.transcript) if args.transcript else None
     except (JournalError, TranscriptError) as exc:
-        return fail(str(exc))
+        return fail(args.command, str(exc))
     for warning in restored.warnings:
-        print(f"orderup: warning: {warning}", file=sys.stderr)
+        print(f"orderup {args.command}: warning: {warning}", file=sys.stderr)
     setup = restored.setup
     resumed = Event(
         "resumed", state.t,
         f"Resuming {game.title} at {state.t:.2f} s with {', '.join(setup.players)}.",
         setup.players, {"actions": len(restored.actions), "heard": restored.heard},
     )
-    emit(args, sys.stdout, [resumed])
+    output = Output(args.command, sys.stdout, args.json)
+    output.emit([resumed])
     if args.play:
         return resume_live(args, game, state, setup)
     if transcript is None:
-        emit(args, sys.stdout, [{"type": "final", "finished": state.finished, **state.summary()}])
+        output.emit([{"type": "final", "finished": state.finished, **state.summary()}])
         return 0
     try:
         journal = Journal(args.journal, setup, fresh=False)
     except JournalError as exc:
-        return fail(str(exc))
+        return fail(args.command, str(exc))
     referee = Referee(game, state, journal)
-    return run_utterances(args, referee, transcript, transcript.utterances[restored.heard :], sys.stdout)
+    return finish_transcript(referee, transcript, transcript.utterances[restored.heard :], output,
+                             realtime=args.realtime)
 
 
 def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[Any], setup: Setup) -> int:
@@ -72,7 +75,5 @@ def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[An
         saved = TableSetup.load(saved_path) if args.mics is None and saved_path.exists() else None
         mics, calibration = table_inputs(saved, setup.players, args.mics)
     except (JournalError, SetupError) as exc:
-        return fail(str(exc))
-    args.game = game.name
-    args.tie_window_ms = setup.options.get("tie_window_ms", 40.0)
-    return play_live(args, Referee(game, state, journal), mics, calibration)
+        return fail(args.command, str(exc))
+    return play_live(args, Referee(game, state, journal), setup.options.table, mics, calibration)
