@@ -29,6 +29,7 @@ from typing import Any
 
 from engine import decks
 from engine.core import (
+    DEFAULT_TIE_WINDOW_MS,
     Action,
     ConfigError,
     Event,
@@ -59,7 +60,7 @@ class ChaosteriaConfig:
     orders: str = HOUSE
     kitchen: int = 3
     bell_window_s: float = 2.0
-    tie_window_ms: float = 40.0
+    tie_window_ms: float = DEFAULT_TIE_WINDOW_MS
     stacks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 

@@ -132,6 +132,9 @@ class Event:
 NARRATION_WPM = 170
 """The narrator's default speaking rate, in words per minute."""
 
+DEFAULT_TIE_WINDOW_MS = 40.0
+"""Calls whose onsets are less than this apart are simultaneous (``--tie-window-ms``)."""
+
 
 def spoken_s(text: str, wpm: float = NARRATION_WPM) -> float:
     """About how long the narrator takes to say ``text`` at ``wpm``: 0.2 s a syllable, 0.45 s

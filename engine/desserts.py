@@ -18,6 +18,7 @@ from typing import Any
 
 from engine import decks
 from engine.core import (
+    DEFAULT_TIE_WINDOW_MS,
     NARRATION_WPM,
     Action,
     ConfigError,
@@ -42,7 +43,7 @@ class DessertsConfig:
     """Players in seating order and the timing decisions of docs/rules.md §1."""
 
     players: tuple[str, ...]
-    tie_window_ms: float = 40.0
+    tie_window_ms: float = DEFAULT_TIE_WINDOW_MS
     trump_window_s: float = 1.5
     guest_timeout_s: float = 20.0
     """Counted from the end of the guest's announcement, as the narrator says it at

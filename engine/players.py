@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from engine.core import ConfigError
 
 
-def check_players(names: Sequence[str], minimum: int = 2, maximum: int = 8) -> tuple[str, ...]:
-    """Validate a seating list: ``minimum``..``maximum`` distinct, non-empty names."""
+def check_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Validate a list of names: each non-empty, no two the same (case-insensitive)."""
     players = tuple(n.strip() for n in names)
     if any(not p for p in players):
         raise ConfigError(f"empty player name in {list(names)!r}")
@@ -16,6 +16,12 @@ def check_players(names: Sequence[str], minimum: int = 2, maximum: int = 8) -> t
     dupes = sorted({p for p in players if folded.count(p.casefold()) > 1})
     if dupes:
         raise ConfigError(f"player names must differ: {', '.join(dupes)} given twice")
+    return players
+
+
+def check_players(names: Sequence[str], minimum: int = 2, maximum: int = 8) -> tuple[str, ...]:
+    """Validate a seating list: ``minimum``..``maximum`` distinct, non-empty names."""
+    players = check_names(names)
     if not minimum <= len(players) <= maximum:
         raise ConfigError(f"{len(players)} players given; this game takes {minimum} to {maximum}")
     return players

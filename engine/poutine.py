@@ -35,6 +35,7 @@ from typing import Any
 
 from engine import decks
 from engine.core import (
+    DEFAULT_TIE_WINDOW_MS,
     Action,
     ConfigError,
     Event,
@@ -67,7 +68,7 @@ class PoutineConfig:
     waitresses: tuple[str, ...] = ()
     orders_shown: int | None = None
     variants: tuple[str, ...] = ()
-    tie_window_ms: float = 40.0
+    tie_window_ms: float = DEFAULT_TIE_WINDOW_MS
     take_window_s: float = 3.0
     live_window_s: float = 1.5
     gift_timeout_s: float = 20.0

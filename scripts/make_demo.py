@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -34,8 +35,10 @@ from scenes import APP_VOICE, Line, Room, Voice, render_session, synth
 from engine.core import Event
 from voice.audio.frames import PIPELINE_RATE_HZ
 from voice.audio.live import MicInput
+from voice.cli.options import command_line
 from voice.table.games import lookup
 from voice.table.journal import Setup
+from voice.table.options import ChaosteriaOptions, Options
 from voice.table.referee import Referee
 from voice.table.setup import TableSetup, calibrate
 
@@ -73,12 +76,12 @@ class Session:
     room: Room
     snr_db: float | None = 20.0
     noise: str | None = "babble"
-    options: tuple[tuple[str, str], ...] = ()
-    """Game options as on the command line, e.g. (("orders", "table"),)."""
+    options: Any = None
+    """The game's options, e.g. ``ChaosteriaOptions(orders="table")`` (None: its defaults)."""
 
     @property
     def flags(self) -> list[str]:
-        return [f for k, v in self.options for f in (f"--{k.replace('_', '-')}", v)]
+        return command_line(self.options) if self.options is not None else []
 
 
 def s(after: float, player: str, text: str) -> Step:
@@ -183,7 +186,7 @@ CHAOSTERIA = Session(
     room=Room((5.5, 4.5, 2.7), 0.35),
     snr_db=20.0,
     noise="babble",
-    options=(("orders", "table"),),
+    options=ChaosteriaOptions(orders="table"),
 )
 
 SESSIONS = {session.game: session for session in (DESSERTS, POUTINE, CHAOSTERIA)}
@@ -196,7 +199,8 @@ def duration_s(text: str) -> float:
 def play_session(session: Session) -> tuple[list[Line], list[tuple[float, str]], list[str]]:
     """Run the steps against the referee: player lines, narration and the truth transcript."""
     names = [name for name, _ in session.players]
-    setup = Setup(session.game, tuple(names), session.stacks, dict(session.options), session.seed)
+    options = Options(session.options or lookup(session.game).options())
+    setup = Setup(session.game, tuple(names), session.stacks, options, session.seed)
     game, state = setup.new_state()
     referee = Referee(game, state)
     narration: list[tuple[float, str]] = []

@@ -83,6 +83,7 @@ from voice.recognition.grammar import Grammar, game_grammar, parse_phrases
 from voice.recognition.interface import Recognizer, create_recognizer
 from voice.recognition.sphinx import SphinxTuning
 from voice.table.games import lookup
+from voice.table.options import TableOptions
 
 RATE_HZ = 16_000
 NOISES = ("clean", "babble", "clatter", "room")
@@ -221,7 +222,7 @@ def moments() -> dict[str, tuple[str, Grammar]]:
     the game it is of."""
     def opened(name: str) -> GameState[Any]:
         game = lookup(name)
-        return game.new_game(game.make_config(PLAYERS, {}, {}), 1)
+        return game.new_game(game.make_config(PLAYERS, {}, game.options(), TableOptions()), 1)
 
     calling = opened("desserts")
     t = calling.announced_t + 1.0  # type: ignore[attr-defined]

@@ -47,6 +47,7 @@ import pyroomacoustics as pra
 from scipy.signal import butter, fftconvolve, sosfilt
 
 from engine import decks
+from engine.core import DEFAULT_TIE_WINDOW_MS
 from voice.audio.files import write_wav
 from voice.audio.frames import PIPELINE_RATE_HZ
 from voice.table.narration import EspeakSynthesizer, FliteSynthesizer
@@ -57,8 +58,8 @@ KINDS = ("race", "commands", "chatter", "narration")
 NOISE_KINDS = ("babble", "clatter", "both")
 CLIP_MODES = ("none", "soft", "hard")
 SNRS_DB: tuple[float | None, ...] = (None, 20.0, 10.0, 5.0)
-TIE_WINDOW_MS = 40.0
-"""The games' default tie window (voice/games.py); truth records gaps so any window can be used."""
+TIE_WINDOW_MS = DEFAULT_TIE_WINDOW_MS
+"""The games' default tie window; truth records gaps so any window can be used."""
 RACE_GAPS_MS = (
     0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 45.0, 60.0, 90.0, 130.0, 180.0, 240.0, 300.0
 )

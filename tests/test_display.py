@@ -16,6 +16,7 @@ from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.table.journal import Journal, Setup
 from voice.table.loop import TableLoop
 from voice.table.narration import Announcer
+from voice.table.options import DessertsOptions, Options
 from voice.table.pipeline import Heard
 from voice.table.referee import Referee
 from voice.table.screen import TableView, render
@@ -46,7 +47,7 @@ def test_drive_referees_recorded_frames_and_narrates(tmp_path: Path) -> None:
     scene = mix_scene(calls, 2, noise_snr_db=35.0, seed=2, length=int(4.5 * RATE))
     wav = tmp_path / "game.wav"
     write_wav(wav, scene.audio, RATE)
-    setup = Setup("desserts", ("Ann", "Bob"), {"guests": ("Rocky",)}, {}, 1)
+    setup = Setup("desserts", ("Ann", "Bob"), {"guests": ("Rocky",)}, Options(DessertsOptions()), 1)
     game, state = setup.new_state()
     loop = TableLoop(Referee(game, state, Journal(str(tmp_path / "j.jsonl"), setup)),
                      create_recognizer("sphinx"), ("Ann", "Bob"))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from voice.table.journal import JournalError, read_journal, restore
+from voice.table.options import DessertsOptions, Options
 
 PHRASES = ["got it", "pass", "rocky road", "brownie and whipped cream", "apple pie", "banana split",
            "what", "favorite eclair", "sorbet"]
@@ -108,7 +109,7 @@ def test_undo_takes_back_the_last_call_and_is_journaled(tmp_path: Path) -> None:
     from voice.table.journal import Journal, Setup
     from voice.table.referee import Referee
 
-    setup = Setup("desserts", ("Ann", "Bob"), {"guests": ("Rocky",)}, {}, 1)
+    setup = Setup("desserts", ("Ann", "Bob"), {"guests": ("Rocky",)}, Options(DessertsOptions()), 1)
     game, state = setup.new_state()
     path = tmp_path / "j.jsonl"
     referee = Referee(game, state, Journal(str(path), setup))

@@ -21,6 +21,7 @@ from voice.recognition.grammar import Grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.table.journal import Journal, Setup, restore
 from voice.table.loop import TableLoop
+from voice.table.options import DessertsOptions, Options
 from voice.table.pipeline import Ears, Heard
 from voice.table.referee import Referee
 from voice.table.setup import TableSetup
@@ -81,7 +82,7 @@ def test_replay_refuses_the_set_up_of_another_table(tmp_path: Path) -> None:
 
 
 def loop_for(tmp_path: Path) -> TableLoop:
-    setup = Setup("desserts", PLAYERS, {"guests": ("Rocky",)}, {}, 1)
+    setup = Setup("desserts", PLAYERS, {"guests": ("Rocky",)}, Options(DessertsOptions()), 1)
     game, state = setup.new_state()
     referee = Referee(game, state, Journal(str(tmp_path / "game.jsonl"), setup))
     return TableLoop(referee, create_recognizer("sphinx"), PLAYERS)

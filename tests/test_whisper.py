@@ -106,9 +106,10 @@ def test_the_prompt_holds_every_player_name_within_the_token_limit() -> None:
     assert len(whisper()._model.encode(" " + text)) <= PROMPT_TOKENS
     from engine.core import GameState  # noqa: F401
     from voice.table.games import lookup
+    from voice.table.options import TableOptions
 
     game = lookup("desserts")
-    state = game.new_game(game.make_config(PLAYERS, {}, {}), 1)
+    state = game.new_game(game.make_config(PLAYERS, {}, game.options(), TableOptions()), 1)
     moment = game_grammar("desserts", PLAYERS, state, "Ann")
     assert moment.words < game_grammar("desserts", PLAYERS).words
     prompt = whisper().prompt(moment)

@@ -9,11 +9,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voice.cli.referee import fail
-from voice.table.transcript import split_list
+from voice.cli.options import argument, in_range, number
+from voice.cli.output import fail
+from voice.table.options import Bounds
+from voice.table.setup import NOISE_S, TURN_S
+from voice.table.transcript import split_names
 
 if TYPE_CHECKING:
     from voice.audio.live import MicInput
+
+
+LISTEN_S = Bounds(0.5, 60, "seconds")
+"""How long calibration may listen to the room, or to each player."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,14 +44,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "  orderup calibrate --players Maya,Leo --from-wav names.wav (a recording instead)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    c.add_argument("--players", type=split_list, required=True, metavar="A,B,C",
+    c.add_argument("--players", type=argument(split_names), required=True, metavar="A,B,C",
                    help="players in seating order")
     c.add_argument("--mics", metavar="SPEC",
                    help="DEVICE (one multichannel interface) or DEV:CH,DEV:CH,... (one per player)")
     c.add_argument("--from-wav", metavar="FILE",
                    help="analyse a recording (silence, then each name in turn) instead of live mics")
-    c.add_argument("--noise", type=float, default=1.5, metavar="S", help="seconds of silence (1.5)")
-    c.add_argument("--turn", type=float, default=3.0, metavar="S", help="seconds per player (3.0)")
+    c.add_argument("--noise", type=number(LISTEN_S), default=NOISE_S, metavar="S",
+                   help=in_range("seconds of silence", LISTEN_S, NOISE_S))
+    c.add_argument("--turn", type=number(LISTEN_S), default=TURN_S, metavar="S",
+                   help=in_range("seconds per player", LISTEN_S, TURN_S))
     c.add_argument("--out", metavar="FILE", help="where to save the set-up (default: your config dir)")
     c.set_defaults(handler=handle_calibrate)
 
@@ -55,7 +64,7 @@ def handle_devices(args: argparse.Namespace) -> int:
 
         devices = sd.query_devices()
     except (OSError, ImportError) as exc:
-        return fail(f"cannot list audio devices: {exc} (install libportaudio2)")
+        return fail(args.command, f"cannot list audio devices: {exc} (install libportaudio2)")
     inputs = [(i, d) for i, d in enumerate(devices) if d["max_input_channels"] > 0]
     if not inputs:
         print("No audio input devices found. Plug in a USB audio interface or USB microphones, "
@@ -110,7 +119,7 @@ def handle_calibrate(args: argparse.Namespace) -> int:
         audio = read_wav(args.from_wav) if args.from_wav else _live_turns(args, mics)
         result = calibrate(audio, args.players, args.noise, args.turn)
     except (SetupError, AudioFileError, AudioStreamError) as exc:
-        return fail(str(exc))
+        return fail(args.command, str(exc))
     print(f"{'player':12s} {'channel':>7s} {'level dB':>9s} {'noise dB':>9s} {'SNR dB':>7s}")
     for p, ch, level in zip(result.players, result.channels, result.level_db, strict=True):
         noise = result.noise_floor_db[ch]
@@ -124,6 +133,6 @@ def handle_calibrate(args: argparse.Namespace) -> int:
         try:
             setup.save(path)
         except OSError as exc:
-            return fail(f"cannot save the set-up to {path}: {exc}")
+            return fail(args.command, f"cannot save the set-up to {path}: {exc}")
         print(f"saved the set-up to {path}")
     return 0

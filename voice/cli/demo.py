@@ -6,6 +6,12 @@ import argparse
 import sys
 from importlib import resources
 
+from voice.cli.output import Output
+from voice.cli.referee import run_transcript
+from voice.cli.replay import replay
+from voice.table.games import lookup
+from voice.table.options import Options
+from voice.table.referee import game_setup
 from voice.table.transcript import parse_transcript
 
 DEMO = "demo"
@@ -33,22 +39,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from voice.cli.main import build_parser
-    from voice.cli.referee import referee_transcript
-    from voice.cli.replay import replay
-
     folder = resources.files("voice").joinpath("data", DEMO)
     text = folder.joinpath("desserts.txt").read_text("utf-8")
     transcript = parse_transcript(text.splitlines(), "desserts.txt")
-    flags = [flag for flag, on in (("--json", args.json), ("--realtime", args.realtime)) if on]
+    game = lookup("desserts")
+    setup = game_setup(game, Options(game.options()), transcript)
+    output = Output(args.command, sys.stdout, args.json)
     if args.transcript:
-        options = build_parser().parse_args(["referee", "desserts", "--transcript", "-", *flags])
-        return referee_transcript(options, transcript, sys.stdout)
-    recording = str(folder.joinpath("desserts.ogg"))
-    disputes = ["--disputes", args.disputes] if args.disputes else []
-    options = build_parser().parse_args(["replay", recording, "--game", "desserts", *flags,
-                                         *disputes])
+        return run_transcript(setup, transcript, output, realtime=args.realtime)
     if not args.json:
         print("orderup demo: a recorded game of Just Desserts, heard through three microphones.\n"
               "Lines starting 'heard' are what the app recognised; the others are what it says.\n")
-    return replay(options, sys.stdout, transcript)
+    return replay(setup, str(folder.joinpath("desserts.ogg")), output, realtime=args.realtime,
+                  disputes=args.disputes)

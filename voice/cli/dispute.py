@@ -8,10 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from voice.cli.referee import fail
+from voice.cli.options import number
+from voice.cli.output import fail
 from voice.table.clips import ClipError, clip_folder
 from voice.table.dispute import DisputeError, Race, pick, playlist, races
 from voice.table.journal import JournalError, restore
+from voice.table.options import Bounds
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,9 +34,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("journal", metavar="JOURNAL", help="the game's journal")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--last", action="store_true", help="the last close call (the default)")
-    which.add_argument("--at", type=float, metavar="SECONDS",
+    which.add_argument("--at", type=number(Bounds(0, 1e6, "s")), metavar="SECONDS",
                        help="the close call nearest this game time")
-    which.add_argument("--verdict", type=int, metavar="N", help="close call number N (see --list)")
+    which.add_argument("--verdict", type=number(Bounds(1, 1e6, whole=True)), metavar="N",
+                       help="close call number N (see --list)")
     which.add_argument("--list", action="store_true", help="list the game's close calls")
     p.add_argument("--picture", metavar="FILE.png",
                    help="where to write the timeline (default: JOURNAL.clips/close-call-N.png)")
@@ -68,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
             if announcer is not None:
                 announcer.close()
     except (JournalError, DisputeError, ClipError) as exc:
-        return fail(str(exc))
+        return fail(args.command, str(exc))
     if args.json:
         print(json.dumps({**summary(race), "reason": reason, "picture": str(picture)}))
     else:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING, Any
+
+from voice.cli.options import add_backend_argument, add_tie_window_argument, argument, table_options
+from voice.cli.output import fail
+from voice.table.transcript import split_names
 
 if TYPE_CHECKING:
     from voice.table.pipeline import Heard
@@ -21,13 +24,14 @@ def register(subparsers: Any) -> None:
         "listen", help="recognise the calls in a WAV recording (one channel per player)"
     )
     parser.add_argument("wav", metavar="FILE.wav", help="recording; channel i is player i")
-    parser.add_argument("--players", default="", help="comma-separated names, channel order")
+    parser.add_argument("--players", type=argument(split_names), default=(), metavar="A,B,C",
+                        help="comma-separated names, channel order")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--game", default="desserts", help="desserts, poutine or chaosteria")
     source.add_argument("--phrases", metavar="FILE", help="phrase file instead of a game")
-    parser.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default), vosk or whisper")
+    add_backend_argument(parser)
     parser.add_argument("--model", help="Vosk model name or directory (vosk backend)")
-    parser.add_argument("--tie-window-ms", type=float, default=40.0, help="tie window")
+    add_tie_window_argument(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(handler=run)
 
@@ -42,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from voice.table.arbiter import ArbiterError, Utterance, rank
     from voice.table.pipeline import Pipeline, recorded_frames
 
-    players = [p.strip() for p in args.players.split(",") if p.strip()]
+    players = list(args.players)
+    tie_window_ms = table_options(args).tie_window_ms
     heard: list[Heard] = []
     try:
         source = WavSource(args.wav)
@@ -56,20 +61,19 @@ def run(args: argparse.Namespace) -> int:
         recognizer.prepare(grammar)
         app = app_audio_path(args.wav, None)
         pipeline = Pipeline(names[: source.channels], recognizer, lambda mic, onset_s: grammar,
-                            app_channel=app is not None, tie_window_ms=args.tie_window_ms)
+                            app_channel=app is not None, tie_window_ms=tie_window_ms)
         for utterance in pipeline.run(recorded_frames(source, app)):
             heard.append(utterance)
             _print_utterance(args.json, utterance)
     except (AudioFileError, AudioStreamError, GrammarError, ModelNotFound, RecognizerError,
             ArbiterError) as exc:
-        print(f"orderup listen: {exc}", file=sys.stderr)
-        return 2
+        return fail(args.command, str(exc))
 
     def phrase(h: Heard) -> str | None:
         return h.text if h.understood else None
 
     calls = [Utterance(h.mic, h.onset_s, h) for h in heard]
-    for verdict in rank(calls, args.tie_window_ms, phrase).values():
+    for verdict in rank(calls, tie_window_ms, phrase).values():
         order = [names[m] for m in verdict.order]
         ties = [[names[m] for m in group] for group in verdict.ties]
         if args.json:

@@ -22,6 +22,8 @@ from voice.cli import (
     resume,
     say,
 )
+from voice.cli.options import Parser, UsageError
+from voice.cli.output import fail
 
 COMMANDS = (
     demo,
@@ -38,7 +40,7 @@ COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="orderup",
         description=(
             "orderup: an offline, voice-refereed party app for Just Desserts, "
@@ -57,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)
+    except UsageError as exc:
+        return fail(args.command, str(exc))
     except KeyboardInterrupt:
         print("orderup: interrupted", file=sys.stderr)
         return 130

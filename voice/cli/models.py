@@ -7,6 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from voice.cli.options import in_range, number
+from voice.table.options import Bounds
+
+TIMEOUT_S = Bounds(0, 600, "seconds", low_open=True)
+DEFAULT_TIMEOUT_S = 15.0
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("models", help="list speech models, or fetch one")
@@ -16,7 +22,8 @@ def register(subparsers: Any) -> None:
     fetch.add_argument("name", help="catalogue name, e.g. vosk-en-small")
     fetch.add_argument("--url", help="download from this URL (a mirror) instead")
     fetch.add_argument("--dest", type=Path, help="directory to install into")
-    fetch.add_argument("--timeout-s", type=float, default=15.0, help="network timeout")
+    fetch.add_argument("--timeout-s", type=number(TIMEOUT_S), default=DEFAULT_TIMEOUT_S,
+                       help=in_range("network timeout", TIMEOUT_S, DEFAULT_TIMEOUT_S))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             path = models.fetch(args.name, args.dest, args.url, args.timeout_s)
         except (models.ModelFetchError, models.ModelNotFound) as exc:
-            print(f"orderup models: {exc}", file=sys.stderr)
+            print(f"orderup {args.command}: {exc}", file=sys.stderr)
             return 1
         print(f"{args.name}: installed in {path}")
         return 0

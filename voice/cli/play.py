@@ -21,10 +21,16 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from engine.core import ConfigError, Event
-from voice.cli.referee import add_game_arguments, fail, make_referee
-from voice.cli.say import add_voice_arguments
+from voice.cli.options import (
+    add_game_arguments,
+    add_live_arguments,
+    add_voice_arguments,
+    setup_from,
+)
+from voice.cli.output import fail
 from voice.table.games import UnknownGame
 from voice.table.journal import JournalError
+from voice.table.options import TableOptions
 from voice.table.referee import Referee, render_text
 from voice.table.transcript import TranscriptError
 
@@ -57,17 +63,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--journal", metavar="FILE",
                    help="where to journal the game (default: a new file in your data dir)")
     add_live_arguments(p)
-    p.set_defaults(handler=handle)
-
-
-def add_live_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mics", metavar="SPEC",
-                   help="DEVICE (one multichannel interface) or DEV:CH,... (one per player); "
-                   "default: the set-up saved by 'orderup calibrate'")
-    p.add_argument("--setup", metavar="FILE", help="a saved table set-up (default: your config dir)")
-    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default), vosk or whisper")
-    p.add_argument("--no-speech", action="store_true", help="print the narration, do not speak it")
     add_voice_arguments(p)
+    p.set_defaults(handler=handle)
 
 
 def default_journal(game: str) -> Path:
@@ -92,18 +89,20 @@ def handle(args: argparse.Namespace) -> int:
         if args.journal is None:
             args.journal = str(default_journal(args.game))
             Path(args.journal).parent.mkdir(parents=True, exist_ok=True)
-        referee = make_referee(args)
+        setup = setup_from(args)
+        referee = Referee.start(setup, args.journal)
         mics, calibration = table_inputs(saved, referee.state.config.players, args.mics)
     except (UnknownGame, ConfigError, TranscriptError, JournalError, SetupError, OSError) as exc:
-        return fail(str(exc))
-    return play_live(args, referee, mics, calibration)
+        return fail(args.command, str(exc))
+    return play_live(args, referee, setup.options.table, mics, calibration)
 
 
 def play_live(
-    args: argparse.Namespace, referee: Referee, mics: list[Any],
+    args: argparse.Namespace, referee: Referee, table: TableOptions, mics: list[Any],
     calibration: TableSetup | None = None, resumed: Restored | None = None,
 ) -> int:
-    """Run the live table until the game ends, the players quit or every mic is gone
+    """Run the live table until the game ends, the players quit or every mic is gone, as
+    ``args`` say (the live arguments and the journal), with the ``table``'s options
     (``calibration``: the table's saved set-up; ``resumed``: the journal a resumed game was
     read back from, whose clock it goes on from: see :class:`voice.table.loop.TableLoop`)."""
     from voice.audio.frames import AudioStreamError
@@ -112,31 +111,34 @@ def play_live(
     from voice.recognition.models import ModelNotFound
     from voice.table.clips import ClipStore, clip_folder
     from voice.table.loop import TableLoop
-    from voice.table.narration import ReferenceTap, start_announcer
+    from voice.table.narration import ReferenceTap, UnknownVoice, start_announcer
     from voice.table.pipeline import with_reference
 
     view_lines: list[str] = []
     tap = ReferenceTap()
     statuses: list[str] = []
     source = LiveSource(mics, on_status=lambda s: statuses.append(s.message))
-    announcer = start_announcer(args.rate, args.voice, speaker=not args.no_speech,
-                                echo=view_lines.append, tap=tap)
+    try:
+        announcer = start_announcer(table.rate_wpm, table.voice, speaker=not args.no_speech,
+                                    echo=view_lines.append, tap=tap)
+    except UnknownVoice as exc:
+        return fail(args.command, str(exc))
     players = referee.state.config.players
     try:
         loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
-                         tie_window_ms=args.tie_window_ms, calibration=calibration,
+                         tie_window_ms=table.tie_window_ms, calibration=calibration,
                          clips=ClipStore(clip_folder(args.journal)),
                          heard=resumed.heard if resumed else (),
                          resume="live" if resumed else None)
     except (ModelNotFound, RecognizerError) as exc:
-        return fail(str(exc))
+        return fail(args.command, str(exc))
     narrate(announcer, referee.state.opening)
     try:
         with Keys() as keys:
             frames = with_reference(started(source, tap), tap.read)
-            drive(loop, frames, announcer, keys, statuses, view_lines, args.game)
+            drive(loop, frames, announcer, keys, statuses, view_lines, referee.game.name)
     except AudioStreamError as exc:
-        return fail(f"{exc}; the game is saved: orderup resume {args.journal} --play")
+        return fail(args.command, f"{exc}; the game is saved: orderup resume {args.journal} --play")
     except KeyboardInterrupt:
         print(f"\nStopped. The game is saved: orderup resume {args.journal} --play")
         return 130

@@ -6,20 +6,26 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from engine.core import ConfigError, Event
-from voice.cli.referee import add_game_arguments, add_output_arguments, emit, fail, make_referee
+from voice.cli.options import (
+    add_backend_argument,
+    add_game_arguments,
+    add_output_arguments,
+    setup_from,
+)
+from voice.cli.output import Output, fail
 from voice.table.games import UnknownGame
-from voice.table.journal import JournalError
-from voice.table.transcript import Transcript, TranscriptError
+from voice.table.journal import JournalError, Setup
+from voice.table.referee import Referee
+from voice.table.transcript import TranscriptError
 
 if TYPE_CHECKING:
     from voice.table.clips import ClipStore
     from voice.table.journal import Restored
     from voice.table.loop import TableLoop
     from voice.table.pipeline import Heard
-    from voice.table.referee import Referee
     from voice.table.setup import TableSetup
 
 
@@ -43,10 +49,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the table's set-up saved by 'orderup calibrate' (--out) for these players: "
                    "the onset detector starts from the crosstalk it measured between the mics, as "
                    "'orderup play' does (default: FILE.table.json beside the recording, if any)")
-    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default), vosk or whisper")
     p.add_argument("--disputes", metavar="DIR",
                    help="write a timeline picture and the calls' sound, in onset order, for every "
                    "close call (two players within 150 ms) into DIR")
+    add_backend_argument(p)
     add_output_arguments(p)
     p.set_defaults(handler=handle)
 
@@ -78,16 +84,25 @@ def calibration_for(wav: str, given: str | None, players: Sequence[str]) -> Tabl
 
 
 def handle(args: argparse.Namespace) -> int:
-    return replay(args, sys.stdout)
+    try:
+        setup = setup_from(args)
+    except (UnknownGame, ConfigError, TranscriptError) as exc:
+        return fail(args.command, str(exc))
+    return replay(setup, args.wav, Output(args.command, sys.stdout, args.json), journal=args.journal,
+                  backend=args.backend, app_audio=args.app_audio, calibration=args.setup,
+                  realtime=args.realtime, disputes=args.disputes)
 
 
-def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None = None,
+def replay(setup: Setup, wav: str, output: Output, *, journal: str | None = None,
+           backend: str = "sphinx", app_audio: str | None = None, calibration: str | None = None,
+           realtime: bool = False, disputes: str | None = None,
            resumed: tuple[Referee, Restored] | None = None) -> int:
-    """Referee the recording ``args.wav``; print events (and what was heard) to ``out``.
-
-    A ``transcript``'s directives may give the players, seed and stacked decks; a ``resumed``
-    game (its referee and its journal read back) goes on from where its journal stopped.
-    """
+    """Referee the game ``setup`` describes from the recording ``wav`` (journaled to
+    ``journal``); print events (and what was heard) to ``output``. ``app_audio`` and
+    ``calibration`` default to the files beside the recording (see :func:`app_audio_path`,
+    :func:`calibration_for`); every close call is drawn into the folder ``disputes``. A
+    ``resumed`` game (its referee, journaling to ``journal``, and its journal read back) goes on
+    from where its journal stopped."""
     from voice.audio.files import WavSource
     from voice.audio.frames import AudioFileError, AudioStreamError
     from voice.recognition.grammar import GrammarError
@@ -98,39 +113,39 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
     from voice.table.setup import SetupError
 
     try:
-        referee = resumed[0] if resumed else make_referee(args, transcript)
-        source = WavSource(args.wav, realtime=args.realtime)
+        referee = resumed[0] if resumed else Referee.start(setup, journal)
+        source = WavSource(wav, realtime=realtime)
         players = referee.state.config.players
         if source.channels != len(players):
-            raise ConfigError(f"{args.wav} has {source.channels} channels for {len(players)} players")
-        app = app_audio_path(args.wav, args.app_audio)
+            raise ConfigError(f"{wav} has {source.channels} channels for {len(players)} players")
+        app = app_audio_path(wav, app_audio)
         frames = recorded_frames(source, app)
-        loop = TableLoop(referee, create_recognizer(args.backend), players,
-                         app_channel=app is not None, tie_window_ms=args.tie_window_ms,
-                         calibration=calibration_for(args.wav, args.setup, players),
-                         clips=clip_store(args), heard=resumed[1].heard if resumed else (),
+        loop = TableLoop(referee, create_recognizer(backend), players,
+                         app_channel=app is not None, tie_window_ms=setup.options.table.tie_window_ms,
+                         calibration=calibration_for(wav, calibration, players),
+                         clips=clip_store(journal, disputes), heard=resumed[1].heard if resumed else (),
                          resume="recording" if resumed else None)
         if not resumed:
-            emit(args, out, referee.state.opening)
+            output.emit(referee.state.opening)
         for frame in frames:
-            show(args, out, loop.feed(frame))
-        show(args, out, loop.finish())
-    except (UnknownGame, ConfigError, TranscriptError, JournalError, AudioFileError,
-            AudioStreamError, GrammarError, ModelNotFound, RecognizerError, SetupError) as exc:
-        return fail(str(exc))
-    emit(args, out, [loop.referee.final()])
-    if args.disputes:
-        write_disputes(loop, Path(args.disputes))
+            show(output, loop.feed(frame))
+        show(output, loop.finish())
+    except (ConfigError, JournalError, AudioFileError, AudioStreamError, GrammarError,
+            ModelNotFound, RecognizerError, SetupError) as exc:
+        return fail(output.command, str(exc))
+    output.emit([loop.referee.final()])
+    if disputes:
+        write_disputes(loop, Path(disputes))
     return 0
 
 
-def clip_store(args: argparse.Namespace) -> ClipStore | None:
-    """Where the calls' sound is kept: beside the journal, or in the disputes folder."""
+def clip_store(journal: str | None, disputes: str | None) -> ClipStore | None:
+    """Where the calls' sound is kept: in the disputes folder, or beside the journal."""
     from voice.table.clips import ClipStore, clip_folder
 
-    if args.disputes:
-        return ClipStore(Path(args.disputes) / "clips", limit_mb=float("inf"))
-    return ClipStore(clip_folder(args.journal)) if args.journal else None
+    if disputes:
+        return ClipStore(Path(disputes) / "clips", limit_mb=float("inf"))
+    return ClipStore(clip_folder(journal)) if journal else None
 
 
 def write_disputes(loop: TableLoop, folder: Path) -> None:
@@ -155,14 +170,14 @@ def write_disputes(loop: TableLoop, folder: Path) -> None:
     print(f"{len(found)} close calls drawn in {folder}", file=sys.stderr)
 
 
-def show(args: argparse.Namespace, out: TextIO, items: Sequence[Heard | Event]) -> None:
+def show(output: Output, items: Sequence[Heard | Event]) -> None:
     """Print heard utterances and game events as they happen."""
     from voice.table.pipeline import Heard
 
     for item in items:
-        if isinstance(item, Heard) and not args.json:
+        if isinstance(item, Heard) and not output.json:
             mark = "" if item.understood else ", not understood"
             print(f"{item.onset_s:8.2f}  heard {item.player}: {item.text!r} "
-                  f"({item.confidence:.2f}{mark})", file=out, flush=True)
+                  f"({item.confidence:.2f}{mark})", file=output.out, flush=True)
         else:
-            emit(args, out, [item.to_json() if isinstance(item, Heard) else item])
+            output.emit([item.to_json() if isinstance(item, Heard) else item])

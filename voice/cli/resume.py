@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.core import Event, GameState
-from voice.cli.play import add_live_arguments
-from voice.cli.referee import add_output_arguments, emit, fail, run_utterances
+from voice.cli.options import add_live_arguments, add_output_arguments
+from voice.cli.output import Output, fail, finish_transcript
 from voice.table.games import GameBinding
 from voice.table.journal import Journal, JournalError, Restored, restore
 from voice.table.referee import Referee
@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--transcript, go on refereeing that transcript from the first utterance the "
         "journal had not heard yet; with --recording, go on with the recording a killed "
         "'orderup replay' was refereeing, from where it stopped; with --play, go on with the "
-        "live game on the journal's clock. Each appends to the same journal.",
+        "live game on the journal's clock. Each appends to the same journal. The game's and "
+        "the table's options (tie window, narration) are the journal's.",
     )
     p.add_argument("journal", metavar="JOURNAL", help="the journal file written by --journal")
     p.add_argument("--transcript", metavar="FILE", help="the transcript the game was refereed from")
@@ -42,29 +43,31 @@ def handle(args: argparse.Namespace) -> int:
         game, state, restored = restore(args.journal)
         transcript = read_transcript(args.transcript) if args.transcript else None
     except (JournalError, TranscriptError) as exc:
-        return fail(str(exc))
+        return fail(args.command, str(exc))
     for warning in restored.warnings:
-        print(f"orderup: warning: {warning}", file=sys.stderr)
+        print(f"orderup {args.command}: warning: {warning}", file=sys.stderr)
     setup = restored.setup
     resumed = Event(
         "resumed", state.t,
         f"Resuming {game.title} at {state.t:.2f} s with {', '.join(setup.players)}.",
         setup.players, {"actions": len(restored.actions), "heard": len(restored.heard)},
     )
-    emit(args, sys.stdout, [resumed])
+    output = Output(args.command, sys.stdout, args.json)
+    output.emit([resumed])
     if args.play:
         return resume_live(args, game, state, restored)
     if args.recording:
         return resume_recording(args, game, state, restored)
     if transcript is None:
-        emit(args, sys.stdout, [{"type": "final", "finished": state.finished, **state.summary()}])
+        output.emit([{"type": "final", "finished": state.finished, **state.summary()}])
         return 0
     try:
         journal = Journal(args.journal, setup, fresh=False)
     except JournalError as exc:
-        return fail(str(exc))
+        return fail(args.command, str(exc))
     referee = Referee(game, state, journal)
-    return run_utterances(args, referee, transcript, transcript.utterances[len(restored.heard) :], sys.stdout)
+    return finish_transcript(referee, transcript, transcript.utterances[len(restored.heard) :], output,
+                             realtime=args.realtime)
 
 
 def resume_recording(args: argparse.Namespace, game: GameBinding, state: GameState[Any],
@@ -75,10 +78,10 @@ def resume_recording(args: argparse.Namespace, game: GameBinding, state: GameSta
     try:
         journal = Journal(args.journal, restored.setup, fresh=False)
     except JournalError as exc:
-        return fail(str(exc))
-    args.wav, args.app_audio, args.realtime, args.disputes = args.recording, None, False, None
-    args.tie_window_ms = restored.setup.options.get("tie_window_ms", 40.0)
-    return replay(args, sys.stdout, resumed=(Referee(game, state, journal), restored))
+        return fail(args.command, str(exc))
+    return replay(restored.setup, args.recording, Output(args.command, sys.stdout, args.json),
+                  journal=args.journal, backend=args.backend, calibration=args.setup,
+                  resumed=(Referee(game, state, journal), restored))
 
 
 def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[Any],
@@ -95,7 +98,6 @@ def resume_live(args: argparse.Namespace, game: GameBinding, state: GameState[An
         saved = TableSetup.load(saved_path) if args.mics is None and saved_path.exists() else None
         mics, calibration = table_inputs(saved, setup.players, args.mics)
     except (JournalError, SetupError) as exc:
-        return fail(str(exc))
-    args.game = game.name
-    args.tie_window_ms = setup.options.get("tie_window_ms", 40.0)
-    return play_live(args, Referee(game, state, journal), mics, calibration, restored)
+        return fail(args.command, str(exc))
+    return play_live(args, Referee(game, state, journal), setup.options.table, mics, calibration,
+                     restored)

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from voice.cli.referee import fail
+from voice.cli.options import add_voice_arguments, table_options
+from voice.cli.output import fail
 from voice.table.narration import SpeechUnavailable
-
-
-def add_voice_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rate", type=int, default=170, metavar="WPM", help="speaking rate (default 170)")
-    p.add_argument("--voice", metavar="NAME", help="espeak-ng voice, e.g. en-us, en-gb-scotland")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,15 +30,16 @@ def handle(args: argparse.Namespace) -> int:
     from voice.audio.frames import PIPELINE_RATE_HZ
     from voice.table.narration import Pyttsx3Synthesizer, SpeakerSink
 
+    table = table_options(args)
     try:
-        samples = Pyttsx3Synthesizer(args.rate, args.voice).render(args.text)
+        samples = Pyttsx3Synthesizer(table.rate_wpm, table.voice).render(args.text)
         if args.out:
             write_wav(args.out, samples, PIPELINE_RATE_HZ)
             print(f"wrote {args.out} ({len(samples) / PIPELINE_RATE_HZ:.2f} s)")
         else:
             SpeakerSink().play(samples, threading.Event())
     except SpeechUnavailable as exc:
-        return fail(f"{exc}" + ("" if args.out else "; try --out FILE.wav"))
+        return fail(args.command, f"{exc}" + ("" if args.out else "; try --out FILE.wav"))
     except OSError as exc:
-        return fail(f"cannot write {args.out}: {exc}")
+        return fail(args.command, f"cannot write {args.out}: {exc}")
     return 0

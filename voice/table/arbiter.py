@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
-DEFAULT_TIE_WINDOW_MS = 40.0
+from engine.core import DEFAULT_TIE_WINDOW_MS
 
 R = TypeVar("R")
 """What the recogniser made of an utterance: the pipeline's record, or a phrase in tests."""

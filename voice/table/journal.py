@@ -1,6 +1,7 @@
 """The game journal: every action appended to disk as it happens, so nothing is lost.
 
-JSON lines: a header naming the game, its players, stacked decks, options and
+JSON lines: a header naming the game, its players, stacked decks, options (versioned,
+keyed by field: :meth:`voice.table.options.Options.to_json`) and
 seed; then one ``step`` line per utterance heard (or timer fired) carrying the
 actions it caused, written in one piece and fsynced, and ``undo`` lines where a
 human referee overruled a verdict. Because the engine replays
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core import Action, ConfigError, GameState, action_from_json
-from voice.table.games import GameBinding, lookup
+from voice.table.games import GameBinding, UnknownGame, lookup
+from voice.table.options import OptionError, Options
 
 VERSION = 2
 """Bumped whenever the rules a journal replays through change (2: the Just Desserts guest
@@ -29,14 +31,6 @@ class JournalError(ValueError):
     """A journal that cannot be written or read back, named by path (and line)."""
 
 
-def _plain_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-able game options (drops handlers and the like)."""
-    return {
-        k: v for k, v in options.items()
-        if isinstance(v, (str, int, float, bool, type(None), list, tuple)) and not k.startswith("_")
-    }
-
-
 @dataclass(frozen=True)
 class Setup:
     """How a game was made: enough to build the same fresh state again."""
@@ -44,12 +38,14 @@ class Setup:
     game: str
     players: tuple[str, ...]
     stacks: dict[str, tuple[str, ...]]
-    options: dict[str, Any]
+    options: Options
     seed: int
 
     def new_state(self) -> tuple[GameBinding, GameState[Any]]:
         binding = lookup(self.game)
-        config = binding.make_config(self.players, self.stacks, self.options)
+        if not isinstance(self.options.game, binding.options):
+            raise ConfigError(f"{binding.title} is not played with {self.options.game!r}")
+        config = binding.make_config(self.players, self.stacks, self.options.game, self.options.table)
         return binding, binding.new_game(config, self.seed)
 
 
@@ -69,7 +65,7 @@ class Journal:
                 "type": "game", "version": VERSION, "game": setup.game,
                 "players": list(setup.players),
                 "stacks": {k: list(v) for k, v in setup.stacks.items()},
-                "options": _plain_options(setup.options), "seed": setup.seed,
+                "options": setup.options.to_json(), "seed": setup.seed,
             })
 
     def _write(self, entry: dict[str, Any]) -> None:
@@ -134,7 +130,8 @@ def read_journal(path: str) -> Restored:
         setup = Setup(
             game=head["game"], players=tuple(head["players"]),
             stacks={k: tuple(v) for k, v in head["stacks"].items()},
-            options=dict(head["options"]), seed=int(head["seed"]),
+            options=Options.from_json(lookup(head["game"]).options, head["options"]),
+            seed=int(head["seed"]),
         )
         actions: list[Action] = []
         heard: list[dict[str, Any]] = []
@@ -145,6 +142,8 @@ def read_journal(path: str) -> Restored:
                     heard.append(dict(entry["heard"]))
             elif entry["type"] == "undo":
                 del actions[int(entry["keep"]):]
+    except (UnknownGame, OptionError) as exc:
+        raise JournalError(f"{path}: cannot be resumed: {exc}") from exc
     except (KeyError, TypeError, ValueError) as exc:
         raise JournalError(f"{path}: damaged journal ({exc})") from exc
     return Restored(setup, tuple(actions), tuple(heard), tuple(warnings))

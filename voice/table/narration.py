@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engine.core import NARRATION_WPM
 from voice.audio.files import read_wav
 from voice.audio.frames import PIPELINE_RATE_HZ, AudioFileError
 from voice.audio.resample import resample
@@ -33,6 +34,11 @@ from voice.audio.resample import resample
 
 class SpeechUnavailable(ValueError):
     """No speech engine could be started (the app falls back to text)."""
+
+
+class UnknownVoice(SpeechUnavailable):
+    """The voice asked for is not one the speech engine has: a mistake to say, not to paper
+    over with text."""
 
 
 class Synthesizer(Protocol):
@@ -48,7 +54,7 @@ class Pyttsx3Synthesizer:
     fragment ("en-us", "en-gb-scotland"). One engine, used under a lock.
     """
 
-    def __init__(self, rate_wpm: int = 170, voice: str | None = None) -> None:
+    def __init__(self, rate_wpm: int = NARRATION_WPM, voice: str | None = None) -> None:
         try:
             import pyttsx3
 
@@ -75,7 +81,7 @@ class Pyttsx3Synthesizer:
             if name.casefold() in str(v.id).casefold():
                 return str(v.id)
         known = ", ".join(sorted(str(v.name) for v in voices)[:12])
-        raise SpeechUnavailable(f"no voice {name!r} (some known voices: {known}, ...)")
+        raise UnknownVoice(f"no voice {name!r} (some known voices: {known}, ...)")
 
     RENDER_TIMEOUT_S = 30.0
     """Longest wait for espeak-ng to finish a line (a long line renders in tens of ms)."""
@@ -394,12 +400,15 @@ class Announcer:
 
 
 def start_announcer(
-    rate_wpm: int = 170, voice: str | None = None, speaker: bool = True,
+    rate_wpm: int = NARRATION_WPM, voice: str | None = None, speaker: bool = True,
     echo: Callable[[str], None] = print, tap: ReferenceTap | None = None,
 ) -> Announcer:
-    """An announcer on the speaker, or a text-only one with a notice when speech is unavailable."""
+    """An announcer on the speaker, or a text-only one with a notice when speech is unavailable
+    (an :class:`UnknownVoice` is raised)."""
     try:
         synth: Synthesizer | None = Pyttsx3Synthesizer(rate_wpm, voice)
+    except UnknownVoice:
+        raise
     except SpeechUnavailable as exc:
         echo(f"(narration is text only: {exc})")
         synth = None

@@ -10,13 +10,41 @@ player the game waits for (a serve, an answer) is asked to say it again.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from engine.core import Event, GameState, IllegalAction, replay
+from engine.core import ConfigError, Event, GameState, IllegalAction, replay
 from voice.recognition.intents import AmbiguousUtterance, UnparseableUtterance
 from voice.table.games import GameBinding
-from voice.table.journal import Journal
+from voice.table.journal import Journal, Setup
+from voice.table.options import Options
+from voice.table.transcript import Transcript, TranscriptError, Utterance, speaker_name
+
+
+def game_setup(
+    game: GameBinding, options: Options, transcript: Transcript | None = None, *,
+    players: Sequence[str] | None = None, seed: int | None = None,
+    stacks: Mapping[str, tuple[str, ...]] | None = None,
+) -> Setup:
+    """The game ``options`` describe, with the players, seed and stacked decks given (those
+    missing from a ``transcript``'s directives; seed 0 when neither has one).
+
+    Raises :class:`ConfigError` naming what is missing or wrong.
+    """
+    stacked = {**(transcript.stacks if transcript else {}), **(stacks or {})}
+    seated = players or (transcript.players if transcript else None)
+    if not seated:
+        where = " or an '@players' line in the transcript" if transcript else ""
+        raise ConfigError(f"no players: give --players A,B,C{where}")
+    if seed is None:
+        seed = (transcript.seed if transcript else None) or 0
+    unknown = set(stacked) - set(game.decks)
+    if unknown:
+        raise ConfigError(
+            f"{game.title} has no deck {', '.join(sorted(unknown))}; stackable: {', '.join(game.decks)}"
+        )
+    return Setup(game.name, tuple(seated), stacked, options, seed)
 
 
 class Referee:
@@ -27,6 +55,12 @@ class Referee:
         self.state = state
         self.journal = journal
         self._recorded = len(state.history)
+
+    @classmethod
+    def start(cls, setup: Setup, journal: str | None = None) -> Referee:
+        """A new game as ``setup`` describes it, journaled to the path ``journal`` if given."""
+        game, state = setup.new_state()
+        return cls(game, state, Journal(journal, setup) if journal else None)
 
     def _record(self, heard: dict[str, Any] | None) -> None:
         new = [record.action for record in self.state.history[self._recorded :]]
@@ -101,6 +135,39 @@ class Referee:
 
     def final(self) -> dict[str, Any]:
         return {"type": "final", "finished": self.state.finished, **self.state.summary()}
+
+
+def referee_utterances(
+    referee: Referee, transcript: Transcript, utterances: Sequence[Utterance],
+    emit: Callable[[list[Event]], None], *, realtime: bool = False,
+) -> TranscriptError | None:
+    """Feed ``utterances`` of ``transcript`` to the referee (paced in real time if asked),
+    then let the game clock run to where the transcript ends (:meth:`Transcript.ends_at`: a
+    last call waits out the tie window for rivals before the rules take it), passing what
+    happens to ``emit`` as it happens. Returns the transcript's first error, if any: nothing
+    after it was applied."""
+    error = transcript.error
+    players = referee.state.config.players
+    clock = time.monotonic() - referee.state.t
+
+    def wait(t: float) -> None:
+        if realtime:
+            time.sleep(max(0.0, clock + t - time.monotonic()))
+
+    for u in utterances:
+        player = speaker_name(u.speaker, players)
+        if player is None:
+            error = TranscriptError(
+                transcript.path, u.line, f"unknown speaker {u.speaker!r} (players: {', '.join(players)})"
+            )
+            break
+        wait(u.onset_s)
+        emit(referee.hear(u.onset_s, player, u.text))
+    end = transcript.ends_at(referee.state.config.tie_window_ms / 1000)
+    if error is None and end is not None:
+        wait(end)
+        emit(referee.tick(end))
+    return error
 
 
 def render_text(event: Event) -> str:

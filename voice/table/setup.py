@@ -23,6 +23,10 @@ from voice.audio.live import MicInput
 FRAME_S = 0.02
 BLEED_MARGIN_DB = 3.0
 MIN_SNR_DB = 15.0
+NOISE_S = 1.5
+"""Seconds of the room's silence calibration listens to first."""
+TURN_S = 3.0
+"""Seconds each player has to say their name."""
 
 
 class SetupError(ValueError):
@@ -99,7 +103,7 @@ class Calibration:
 
 
 def calibrate(
-    audio: np.ndarray, players: Sequence[str], noise_s: float = 1.5, turn_s: float = 3.0
+    audio: np.ndarray, players: Sequence[str], noise_s: float = NOISE_S, turn_s: float = TURN_S
 ) -> Calibration:
     """Analyse a calibration recording: ``noise_s`` of silence, then each player's turn.
 

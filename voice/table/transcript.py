@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from engine.players import check_names
+
 _LINE = re.compile(r"^(?P<onset>\d+(?:\.\d*)?)\s+(?P<speaker>[^:]+?)\s*:\s*(?P<text>.*)$")
 
 
@@ -59,8 +61,16 @@ class Transcript:
 
 
 def split_list(text: str) -> tuple[str, ...]:
-    """'Ann, Bob ,Cat' → ('Ann', 'Bob', 'Cat'); empty items dropped."""
-    return tuple(item.strip() for item in text.split(",") if item.strip())
+    """'Ann, Bob ,Cat' → ('Ann', 'Bob', 'Cat'); an empty item ('Ann,,Cat') is a ``ValueError``."""
+    items = tuple(item.strip() for item in text.split(","))
+    if not all(items):
+        raise ValueError(f"an empty item in {text.strip()!r}")
+    return items
+
+
+def split_names(text: str) -> tuple[str, ...]:
+    """'Ann, Bob' → ('Ann', 'Bob'): non-empty names, no two the same (else ``ValueError``)."""
+    return check_names(split_list(text))
 
 
 def parse_stack(text: str) -> tuple[str, tuple[str, ...]]:
@@ -128,6 +138,24 @@ def parse_transcript(lines: Iterable[str], path: str = "<transcript>") -> Transc
         last_onset = onset
         utterances.append(Utterance(onset, match["speaker"].strip(), match["text"].strip(), number))
     return done()
+
+
+def read_stack_file(path: str) -> dict[str, tuple[str, ...]]:
+    """The decks a file of ``DECK: Card, Card, ...`` lines stacks (top card first)."""
+    stacks: dict[str, tuple[str, ...]] = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    try:
+                        deck, cards = parse_stack(line.removeprefix("@stack").strip())
+                    except ValueError as exc:
+                        raise TranscriptError(path, number, str(exc)) from exc
+                    stacks[deck] = cards
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TranscriptError(path, 0, f"cannot read: {exc}") from exc
+    return stacks
 
 
 def read_transcript(path: str) -> Transcript:
