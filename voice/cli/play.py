@@ -13,16 +13,15 @@ import threading
 import time
 import tty
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from engine.core import ConfigError, Event
-from voice.cli.referee import add_game_arguments, fail, make_referee
+from voice.cli.referee import add_game_arguments, fail, make_referee, resume_hint, stopped
 from voice.cli.say import add_voice_arguments
 from voice.table.games import UnknownGame
-from voice.table.journal import JournalError
+from voice.table.journal import JournalError, unique_stamp
 from voice.table.referee import Referee, render_text
 from voice.table.transcript import TranscriptError
 
@@ -67,8 +66,7 @@ def add_live_arguments(p: argparse.ArgumentParser) -> None:
 
 def default_journal(game: str) -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(base) / "orderup" / "journals" / f"{stamp}-{game}.jsonl"
+    return Path(base) / "orderup" / "journals" / f"{unique_stamp()}-{game}.jsonl"
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -86,7 +84,7 @@ def handle(args: argparse.Namespace) -> int:
             args.players = saved.players
         if args.journal is None:
             args.journal = str(default_journal(args.game))
-            Path(args.journal).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.journal).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         referee = make_referee(args)
         mics, calibration = table_inputs(saved, referee.state.config.players, args.mics)
     except (UnknownGame, ConfigError, TranscriptError, JournalError, SetupError, OSError) as exc:
@@ -126,13 +124,14 @@ def play_live(
             frames = with_reference(started(source, tap), tap.read)
             drive(loop, frames, announcer, keys, statuses, view_lines, args.game)
     except AudioStreamError as exc:
-        return fail(f"{exc}; the game is saved: orderup resume {args.journal} --play")
+        referee.close()
+        return fail(f"{exc}. {resume_hint(referee.journal, '--play')}")
     except KeyboardInterrupt:
-        print(f"\nStopped. The game is saved: orderup resume {args.journal} --play")
-        return 130
+        return stopped(referee, "--play")
     finally:
         announcer.close()
-    print(f"The game is saved in {args.journal}")
+    referee.close()
+    print(resume_hint(referee.journal, "--play"))
     return 0
 
 

@@ -108,6 +108,26 @@ def fail(message: str) -> int:
     return 2
 
 
+def resume_hint(journal: Journal | None, how: str) -> str:
+    """Where the game is saved and how to go on with it (``how``: resume's options), or why
+    there is nothing to resume; asked once the journal is closed."""
+    if journal is None:
+        return "No journal was kept."
+    if not journal.written:
+        if journal.unwritten:
+            return f"The journal {journal.path} could not be written: the game is not saved."
+        return "Nothing was journaled: the game had not started."
+    lost = f", but for its last {journal.unwritten} lines" if journal.unwritten else ""
+    return f"The game is saved{lost}: orderup resume {journal.path} {how}"
+
+
+def stopped(referee: Referee, how: str) -> int:
+    """After Ctrl-C: close the journal and say how to go on."""
+    referee.close()
+    print(f"orderup: stopped. {resume_hint(referee.journal, how)}", file=sys.stderr)
+    return 130
+
+
 def handle(args: argparse.Namespace) -> int:
     try:
         transcript = read_transcript(args.transcript)
@@ -179,19 +199,23 @@ def run_utterances(
         if args.realtime:
             time.sleep(max(0.0, clock + t - time.monotonic()))
 
-    for u in utterances:
-        player = speaker_name(u.speaker, players)
-        if player is None:
-            error = TranscriptError(
-                transcript.path, u.line, f"unknown speaker {u.speaker!r} (players: {', '.join(players)})"
-            )
-            break
-        wait(u.onset_s)
-        emit(args, out, referee.hear(u.onset_s, player, u.text))
-    end = transcript.ends_at(referee.state.config.tie_window_ms / 1000)
-    if error is None and end is not None:
-        wait(end)
-        emit(args, out, referee.tick(end))
+    try:
+        for u in utterances:
+            player = speaker_name(u.speaker, players)
+            if player is None:
+                error = TranscriptError(
+                    transcript.path, u.line, f"unknown speaker {u.speaker!r} (players: {', '.join(players)})"
+                )
+                break
+            wait(u.onset_s)
+            emit(args, out, referee.hear(u.onset_s, player, u.text))
+        end = transcript.ends_at(referee.state.config.tie_window_ms / 1000)
+        if error is None and end is not None:
+            wait(end)
+            emit(args, out, referee.tick(end))
+    except KeyboardInterrupt:
+        return stopped(referee, f"--transcript {transcript.path}")
+    referee.close()
     if error is not None:
         print(f"orderup: error: {error} (nothing after it was applied)", file=sys.stderr)
         if args.json:

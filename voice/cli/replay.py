@@ -103,6 +103,7 @@ def replay(args: argparse.Namespace, out: TextIO, transcript: Transcript | None 
         for frame in frames:
             show(args, out, loop.feed(frame))
         show(args, out, loop.finish())
+        referee.close()
     except (UnknownGame, ConfigError, TranscriptError, JournalError, AudioFileError,
             AudioStreamError, GrammarError, ModelNotFound, RecognizerError, SetupError) as exc:
         return fail(str(exc))
