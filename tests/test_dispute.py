@@ -22,6 +22,7 @@ from voice.table.dispute import DisputeError, pick, playlist, races
 from voice.table.journal import Journal, Setup, read_journal, restore
 from voice.table.loop import TableLoop
 from voice.table.narration import Announcer, EspeakSynthesizer
+from voice.table.options import DessertsOptions, Options
 from voice.table.pipeline import Heard, recorded_frames
 from voice.table.referee import Referee
 from voice.table.timeline import draw, timeline
@@ -38,7 +39,8 @@ def demo_setup() -> Setup:
     text = DEMO.joinpath("desserts.txt").read_text("utf-8")
     transcript = parse_transcript(text.splitlines(), "desserts.txt")
     assert transcript.players is not None and transcript.seed is not None
-    return Setup("desserts", transcript.players, transcript.stacks, {}, transcript.seed)
+    return Setup("desserts", transcript.players, transcript.stacks, Options(DessertsOptions()),
+                 transcript.seed)
 
 
 def demo_game(folder: Path) -> tuple[Path, tuple[Heard, ...]]:
@@ -182,7 +184,7 @@ def test_a_dispute_works_after_resume_and_an_overrule_names_it(
     for clip in clip_folder(str(journal)).iterdir():
         (clip_folder(str(copy)) / clip.name).write_bytes(clip.read_bytes())
     game, state, restored = restore(str(copy))
-    loop = TableLoop(Referee(game, state, Journal(str(copy), restored.setup, fresh=False)),
+    loop = TableLoop(Referee(game, state, Journal.reopen(str(copy))[0]),
                      create_recognizer("sphinx"), restored.setup.players,
                      clips=ClipStore(clip_folder(str(copy))), heard=restored.heard)
     assert len(races(loop.calls)) == 3  # the resumed table can dispute the calls before it

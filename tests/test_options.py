@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import math
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -176,7 +177,13 @@ def journal_of(tmp_path: Path, *flags: str) -> tuple[dict[str, object], Path]:
     args = build_parser().parse_args(["referee", "desserts", "--players", "Ann,Bob", "--transcript",
                                       "-", "--journal", str(path), *flags])
     assert referee_transcript(args, parse_transcript(TRANSCRIPT.splitlines()), io.StringIO()) == 0
-    return json.loads(path.read_text("utf-8").splitlines()[0]), path
+    return json.loads(path.read_text("utf-8").splitlines()[0].rpartition("\t")[0]), path
+
+
+def framed(entry: dict[str, object]) -> str:
+    """A journal line as a writer with checksums writes it: JSON, a tab, its CRC-32."""
+    body = json.dumps(entry, ensure_ascii=False)
+    return f"{body}\t{zlib.crc32(body.encode()):08x}"
 
 
 def test_the_journal_records_typed_options_and_resume_reads_them(tmp_path: Path) -> None:
@@ -214,7 +221,7 @@ def test_journal_options_that_cannot_be_read_back_are_one_line(
         tmp_path: Path, options: dict[str, object], message: str) -> None:
     head, path = journal_of(tmp_path)
     rest = path.read_text("utf-8").splitlines()[1:]
-    path.write_text("\n".join([json.dumps({**head, "options": options}), *rest]) + "\n", "utf-8")
+    path.write_text("\n".join([framed({**head, "options": options}), *rest]) + "\n", "utf-8")
     with pytest.raises(JournalError, match=message):
         read_journal(str(path))
     code, _, err = run("resume", str(path))

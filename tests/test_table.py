@@ -243,11 +243,11 @@ def test_a_killed_replay_resumed_on_its_recording_ends_as_the_whole_replay(tmp_p
         if frame.t_s > 2.6:  # after the race, before the serve
             break
         loop.feed(frame)
+    loop.referee.close()  # a killed process's lock on its journal goes with it
     game, state, restored = restore(str(killed / "game.jsonl"))
     resumed_at = state.t
     assert len(restored.heard) == 2 and 1.6 < resumed_at < 2.6
-    again = TableLoop(Referee(game, state, Journal(str(killed / "game.jsonl"), restored.setup,
-                                                   fresh=False)),
+    again = TableLoop(Referee(game, state, Journal.reopen(str(killed / "game.jsonl"))[0]),
                       create_recognizer("sphinx"), PLAYERS, heard=restored.heard,
                       resume="recording")
     heard = [item for frame in WavSource(wav) for item in again.feed(frame)]

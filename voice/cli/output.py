@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from engine.core import Event
+from voice.table.journal import Journal
 from voice.table.referee import (
     Referee,
     referee_utterances,
@@ -22,6 +23,26 @@ def fail(command: str, message: str) -> int:
     """Say what is wrong in one line, ``orderup COMMAND: ...``; the exit status 2."""
     print(f"orderup {command}: {message}", file=sys.stderr)
     return 2
+
+
+def resume_hint(journal: Journal | None, how: str) -> str:
+    """Where the game is saved and how to go on with it (``how``: resume's options), or why
+    there is nothing to resume; asked once the journal is closed."""
+    if journal is None:
+        return "No journal was kept."
+    if not journal.written:
+        if journal.unwritten:
+            return f"The journal {journal.path} could not be written: the game is not saved."
+        return "Nothing was journaled: the game had not started."
+    lost = f", but for its last {journal.unwritten} lines" if journal.unwritten else ""
+    return f"The game is saved{lost}: orderup resume {journal.path} {how}"
+
+
+def stopped(command: str, referee: Referee, how: str) -> int:
+    """After Ctrl-C: close the journal and say how to go on; the exit status 130."""
+    referee.close()
+    print(f"orderup {command}: stopped. {resume_hint(referee.journal, how)}", file=sys.stderr)
+    return 130
 
 
 @dataclass(frozen=True)
@@ -46,7 +67,11 @@ def finish_transcript(referee: Referee, transcript: Transcript, utterances: Sequ
                       output: Output, *, realtime: bool = False) -> int:
     """Referee ``utterances``, print what happens, then the final line; exit status 1 when
     the transcript has an error (said on stderr, and as a JSON line with ``--json``)."""
-    error = referee_utterances(referee, transcript, utterances, output.emit, realtime=realtime)
+    try:
+        error = referee_utterances(referee, transcript, utterances, output.emit, realtime=realtime)
+    except KeyboardInterrupt:
+        return stopped(output.command, referee, f"--transcript {transcript.path}")
+    referee.close()
     if error is not None:
         print(f"orderup {output.command}: {error} (nothing after it was applied)", file=sys.stderr)
         if output.json:

@@ -15,7 +15,6 @@ import threading
 import time
 import tty
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -27,9 +26,9 @@ from voice.cli.options import (
     add_voice_arguments,
     setup_from,
 )
-from voice.cli.output import fail
+from voice.cli.output import fail, resume_hint, stopped
 from voice.table.games import UnknownGame
-from voice.table.journal import JournalError
+from voice.table.journal import JournalError, unique_stamp
 from voice.table.options import TableOptions
 from voice.table.referee import Referee, render_text
 from voice.table.transcript import TranscriptError
@@ -69,8 +68,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def default_journal(game: str) -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(base) / "orderup" / "journals" / f"{stamp}-{game}.jsonl"
+    return Path(base) / "orderup" / "journals" / f"{unique_stamp()}-{game}.jsonl"
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -88,7 +86,7 @@ def handle(args: argparse.Namespace) -> int:
             args.players = saved.players
         if args.journal is None:
             args.journal = str(default_journal(args.game))
-            Path(args.journal).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.journal).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         setup = setup_from(args)
         referee = Referee.start(setup, args.journal)
         mics, calibration = table_inputs(saved, referee.state.config.players, args.mics)
@@ -138,13 +136,14 @@ def play_live(
             frames = with_reference(started(source, tap), tap.read)
             drive(loop, frames, announcer, keys, statuses, view_lines, referee.game.name)
     except AudioStreamError as exc:
-        return fail(args.command, f"{exc}; the game is saved: orderup resume {args.journal} --play")
+        referee.close()
+        return fail(args.command, f"{exc}. {resume_hint(referee.journal, '--play')}")
     except KeyboardInterrupt:
-        print(f"\nStopped. The game is saved: orderup resume {args.journal} --play")
-        return 130
+        return stopped(args.command, referee, "--play")
     finally:
         announcer.close()
-    print(f"The game is saved in {args.journal}")
+    referee.close()
+    print(resume_hint(referee.journal, "--play"))
     return 0
 
 

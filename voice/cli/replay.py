@@ -15,7 +15,7 @@ from voice.cli.options import (
     add_output_arguments,
     setup_from,
 )
-from voice.cli.output import Output, fail
+from voice.cli.output import Output, fail, stopped
 from voice.table.games import UnknownGame
 from voice.table.journal import JournalError, Setup
 from voice.table.referee import Referee
@@ -130,6 +130,9 @@ def replay(setup: Setup, wav: str, output: Output, *, journal: str | None = None
         for frame in frames:
             show(output, loop.feed(frame))
         show(output, loop.finish())
+        referee.close()
+    except KeyboardInterrupt:
+        return stopped(output.command, referee, f"--recording {wav}")
     except (ConfigError, JournalError, AudioFileError, AudioStreamError, GrammarError,
             ModelNotFound, RecognizerError, SetupError) as exc:
         return fail(output.command, str(exc))

@@ -133,6 +133,11 @@ class Referee:
         return [Event("overruled", t, f"Overruled: {undone.player}'s last call is taken back.",
                       (str(undone.player),), {"action": undone.to_json(), "reason": reason})]
 
+    def close(self) -> None:
+        """Close the journal, if any, releasing its lock."""
+        if self.journal is not None:
+            self.journal.close()
+
     def final(self) -> dict[str, Any]:
         return {"type": "final", "finished": self.state.finished, **self.state.summary()}
 
