@@ -31,6 +31,7 @@ def orderup(*argv: str) -> list[str]:
     return run.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_game_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     transcript = tmp_path / "game.txt"
     fast_transcript(transcript)
