@@ -1,10 +1,10 @@
-# make demo · make test · make bench — each sets itself up on a fresh Debian machine.
+# make demo · make test · make check · make bench — each sets itself up on a fresh Debian machine.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.orderup-installed
 
-.PHONY: demo test bench lint system clean
+.PHONY: demo test check bench lint system clean
 
 system:
 	@scripts/system_deps.sh
@@ -22,6 +22,9 @@ demo: system $(STAMP)
 
 test: system $(STAMP)
 	@$(PY) -m pytest
+
+check: system $(STAMP)
+	@$(PY) -m pytest -m "not slow"
 
 bench: system $(STAMP)
 	@$(PY) scripts/bench.py

@@ -56,7 +56,7 @@ FRAME_MS = 20.0
 
 def scene_dir(set_name: str, seed: int) -> Path:
     """Where the rendered scene set is cached: keyed by set, seed and the scene library."""
-    library = Path(scenes.__file__).read_bytes()
+    library = b"".join(p.read_bytes() for p in sorted(Path(scenes.__file__).parent.glob("*.py")))
     key = hashlib.sha1(library).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / "orderup-bench-scenes" / f"{set_name}-{seed}-{key}"
 

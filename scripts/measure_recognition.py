@@ -9,7 +9,7 @@ of the room on either side and one or two knocks of cutlery somewhere in it, eac
 below the call's loudest 10 ms (the onset detector's segment starts at whichever came
 first, so a knock just before a call lands in it); with clatter, 100 clips of knocks alone
 are decoded against every game's grammar too. In a room, the clean call is heard on its
-player's own mic at a table in one of the bench's rooms (scripts/scenes.py: 12 seats per
+player's own mic at a table in one of the bench's rooms (scripts/scenes/rooms.py: 12 seats per
 split, RT60 0.2-0.6 s for tune, 0.3-0.8 s for held-out and flite), its reverberation included.
 Chatter is decoded
 against all three game grammars; the tune split uses this script's chatter, the others the

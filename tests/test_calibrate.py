@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scenes import synth
 
+from scripts.scenes import spoken
 from voice.audio.files import write_wav
 from voice.audio.frames import PIPELINE_RATE_HZ
 from voice.audio.live import MicInput
@@ -28,7 +28,7 @@ def names_recording(
     turn = 3 * RATE
     audio = noise * rng.standard_normal((int(1.5 * RATE) + turn * len(PLAYERS), gains_db.shape[1]))
     for i, (name, voice) in enumerate(zip(PLAYERS, ("en-us", "en-gb", "en-029"), strict=True)):
-        speech = synth(name, voice=voice, amplitude=0.4)
+        speech = spoken(name, voice=voice, amplitude=0.4)
         start = int(1.5 * RATE) + i * turn + RATE // 4
         for ch in range(gains_db.shape[1]):
             audio[start : start + len(speech), ch] += 10 ** (gains_db[i, ch] / 20) * speech

@@ -8,6 +8,7 @@ checked after every utterance; then a plain waiter finishes the game.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,8 @@ from engine.chaosteria import ChaosteriaConfig, ChaosteriaState, dish_named, new
 from engine.core import Event
 from voice.table.games import lookup
 from voice.table.referee import Referee
+
+pytestmark = pytest.mark.slow
 
 NAMES = ("Andy", "Johnny", "Sophie", "Candy", "Ann", "Bob", "Cat", "Dan", "Eve", "Fay")
 DECK = decks.chaosteria()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scenes import ESPEAK, BleedSpec, mix_scene, synth
 
+from scripts.scenes import ESPEAK, BleedSpec, mix_scene, spoken
 from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame
 from voice.hearing.crosstalk import suppress
 from voice.hearing.onsets import OnsetConfig, OnsetDetector, SpeechEnd
@@ -28,8 +28,8 @@ def two_voices(gap_ms: int, coupling_db: float) -> tuple[np.ndarray, np.ndarray,
     """A's "got it" and, `gap_ms` later, B's "what a mess"; both padded to the same length.
     Returns A alone, B alone (as their own mics hear them) and a delayed copy of B as A's mic
     hears it, `coupling_db` down."""
-    a = synth("got it", voice="en-us", speed=170, amplitude=0.6)
-    b = synth("what a mess", voice="en-gb", speed=180, amplitude=0.6)
+    a = spoken("got it", voice="en-us", speed=170, amplitude=0.6)
+    b = spoken("what a mess", voice="en-gb", speed=180, amplitude=0.6)
     n = 4000 + gap_ms * MS + b.size + 4000
     mine, theirs = np.zeros(n), np.zeros(n)
     mine[2000 : 2000 + a.size] = a
@@ -80,8 +80,8 @@ def test_a_call_with_a_close_neighbour_talking_over_it_is_understood(seed: int) 
     """A says "got it"; 150 ms later B, sitting close, says "pass", which reaches A's mic only
     2-4 dB down. A's segment holds much of B's voice; with it turned down the recogniser
     should hear A's call."""
-    a = synth("got it", voice="en", speed=180, pitch=50, amplitude=0.7)
-    b = synth("pass", voice="en-gb-scotland", speed=170, pitch=50, amplitude=0.7)
+    a = spoken("got it", voice="en", speed=180, pitch=50, amplitude=0.7)
+    b = spoken("pass", voice="en-gb-scotland", speed=170, pitch=50, amplitude=0.7)
     scene = mix_scene([(0, a, 8000), (1, b, 8000 + 150 * MS)], 3,
                       bleed=BleedSpec((1.0, 4.0), (-4.0, -2.0)), noise_snr_db=35, seed=seed)
     detector = OnsetDetector(3)

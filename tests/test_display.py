@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
-from scenes import mix_scene, synth
 
+from scripts.scenes import mix_scene, spoken
 from voice.audio.files import WavSource, write_wav
 from voice.audio.frames import PIPELINE_RATE_HZ
 from voice.cli.play import Keys, drive, narrate
@@ -42,8 +42,8 @@ def test_the_screen_shows_scores_meters_and_calls() -> None:
 
 
 def test_drive_referees_recorded_frames_and_narrates(tmp_path: Path) -> None:
-    calls = [(0, synth("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
-             (0, synth("rocky road", voice="en-us", amplitude=0.6), int(3.0 * RATE))]
+    calls = [(0, spoken("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
+             (0, spoken("rocky road", voice="en-us", amplitude=0.6), int(3.0 * RATE))]
     scene = mix_scene(calls, 2, noise_snr_db=35.0, seed=2, length=int(4.5 * RATE))
     wav = tmp_path / "game.wav"
     write_wav(wav, scene.audio, RATE)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scenes import ESPEAK, mix_scene, synth
 from scipy.signal import butter, fftconvolve, sosfilt
 
+from scripts.scenes import ESPEAK, mix_scene, spoken
 from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
 from voice.hearing.echo import Cancelled, EchoCanceller, EchoConfig
 from voice.hearing.onsets import OnsetDetector, SpeechEnd, SpeechStart
@@ -71,13 +71,13 @@ def test_noise_reference_is_cancelled_and_the_stream_stays_aligned() -> None:
 def test_speech_echo_is_cancelled_but_a_player_talking_over_it_is_not() -> None:
     """The app talks for 4 s; a player says "got it" over it at 2.5 s, 6 dB above the echo."""
     n = 5 * PIPELINE_RATE_HZ
-    app = synth("next guest Rocky craves chocolate and frozen; favorite rocky road",
+    app = spoken("next guest Rocky craves chocolate and frozen; favorite rocky road",
                 voice="en-us", amplitude=0.5)
     reference = np.zeros(n, np.float32)
     reference[8000 : 8000 + app.size] = app[: n - 8000]
     echo = play(reference, loudspeaker_paths(2, 0.5, 2), n)
     player = np.zeros((n, 2))
-    call = synth("got it", voice="en-gb", amplitude=1.0)
+    call = spoken("got it", voice="en-gb", amplitude=1.0)
     at = int(2.5 * PIPELINE_RATE_HZ)
     player[at : at + call.size, 0] = call
     talk = slice(at, at + call.size)
@@ -92,14 +92,15 @@ def test_speech_echo_is_cancelled_but_a_player_talking_over_it_is_not() -> None:
     assert np.all(erle_db(echo[after], out[after]) > 10.0)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
 def test_the_app_saying_stop_is_not_heard_but_the_player_saying_got_it_is() -> None:
     """A reverberant room (RT60 0.5 s), 3 mics, babble-free: the app narrates, then says
     "stop!" while player 1 says "got it". Only the player's utterance is reported."""
-    line = synth("next guest Rocky craves chocolate and frozen; favorite rocky road",
+    line = spoken("next guest Rocky craves chocolate and frozen; favorite rocky road",
                  voice="en-us", amplitude=0.5)
-    stop = synth("stop", voice="en-us", amplitude=0.5)
-    got_it = synth("got it", voice="en-gb-scotland", amplitude=0.5)
+    stop = spoken("stop", voice="en-us", amplitude=0.5)
+    got_it = spoken("got it", voice="en-gb-scotland", amplitude=0.5)
     stop_at = 8000 + line.size + 8000
     call_at = stop_at + 60 * MS
     scene = mix_scene([(1, got_it, call_at)], 3, noise_snr_db=40, seed=4,
@@ -169,6 +170,7 @@ def players_heard(mics: np.ndarray, reference: np.ndarray) -> list[tuple[int, in
     return heard
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
 def test_a_player_calling_over_the_app_at_a_noisy_table_is_heard() -> None:
     """The app has talked for a while at a table with background noise, which the canceller
@@ -176,11 +178,11 @@ def test_a_player_calling_over_the_app_at_a_noisy_table_is_heard() -> None:
     mic hears while the app talks would be the app's); a player calls "got it" over its second
     line, 15 dB above the app's echo on their mic, the noise as loud as the echo: heard (its
     onset within 50 ms: its first sound is under the app's and the noise)."""
-    first = synth("next guest Rocky craves chocolate and frozen; favorite rocky road",
+    first = spoken("next guest Rocky craves chocolate and frozen; favorite rocky road",
                   voice="en-us", amplitude=0.5)
-    second = synth("next guest Lemon Lucy craves fruit and cake; favorite lemon tart",
+    second = spoken("next guest Lemon Lucy craves fruit and cake; favorite lemon tart",
                    voice="en-us", amplitude=0.5)
-    got_it = synth("got it", voice="en-gb-scotland", amplitude=0.5)
+    got_it = spoken("got it", voice="en-gb-scotland", amplitude=0.5)
     second_at = PIPELINE_RATE_HZ + first.size + 8000
     call_at = second_at + second.size // 2
     n = second_at + second.size + PIPELINE_RATE_HZ
@@ -198,6 +200,7 @@ def test_a_player_calling_over_the_app_at_a_noisy_table_is_heard() -> None:
     assert [onset for mic, onset in heard if mic == 1 and 0 <= onset - call_at <= 50 * MS]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
 @pytest.mark.parametrize("seed", [6, 7, 8])
 def test_a_player_calling_as_the_app_starts_a_line_is_heard(seed: int) -> None:
@@ -206,10 +209,10 @@ def test_a_player_calling_as_the_app_starts_a_line_is_heard(seed: int) -> None:
     mic. Blocks where the player is no louder than the echo must not be taken for echo the
     canceller missed (the player would then be judged against the app's whole echo): heard,
     with its onset."""
-    first = synth("next guest Rocky craves chocolate and frozen; favorite rocky road",
+    first = spoken("next guest Rocky craves chocolate and frozen; favorite rocky road",
                   voice="en-us", amplitude=0.5)
-    second = synth("Johnny: nobody ordered the steak", voice="en-us", amplitude=0.5)
-    bell = synth("bell", voice="en-gb-scotland", amplitude=0.5)
+    second = spoken("Johnny: nobody ordered the steak", voice="en-us", amplitude=0.5)
+    bell = spoken("bell", voice="en-gb-scotland", amplitude=0.5)
     second_at = PIPELINE_RATE_HZ + first.size + 8000
     n = second_at + second.size + PIPELINE_RATE_HZ
     reference = np.zeros(n, np.float32)

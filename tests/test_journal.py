@@ -60,6 +60,7 @@ def refereed(tmp_path: Path, lines: int = 20) -> tuple[Path, Path, list[str]]:
     return transcript, journal, out
 
 
+@pytest.mark.slow
 def test_sigkill_mid_game_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     transcript = tmp_path / "game.txt"
     fast_transcript(transcript)

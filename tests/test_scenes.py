@@ -22,9 +22,10 @@ FLOOR_PEAK = 6 * 10 ** (-70 / 20)
 """Six standard deviations of the mics' self-noise (scenes.MIC_FLOOR_DBFS): the floor alone
 never reaches it, however long a scene's quiet lead-in."""
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("espeak-ng") is None, reason="espeak-ng is not installed"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed"),
+]
 
 
 def make_scenes(out: Path, *options: str) -> str:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scenes import mix_scene, synth
 
 from engine.core import Event
+from scripts.scenes import mix_scene, spoken
 from voice.audio.files import WavSource, write_wav
 from voice.audio.frames import PIPELINE_RATE_HZ
 from voice.audio.live import MicInput
@@ -33,9 +33,9 @@ PLAYERS = ("Ann", "Bob")
 def recording(tmp_path: Path) -> Path:
     """Ann and Bob race for Rocky (Ann 150 ms first); Ann serves the favorite."""
     calls = [
-        (0, synth("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
-        (1, synth("got it", voice="en-gb", pitch=30, amplitude=0.6), int(1.65 * RATE)),
-        (0, synth("rocky road", voice="en-us", amplitude=0.6), int(3.2 * RATE)),
+        (0, spoken("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
+        (1, spoken("got it", voice="en-gb", pitch=30, amplitude=0.6), int(1.65 * RATE)),
+        (0, spoken("rocky road", voice="en-us", amplitude=0.6), int(3.2 * RATE)),
     ]
     scene = mix_scene(calls, 2, noise_snr_db=30.0, seed=3, length=int(5.0 * RATE))
     path = tmp_path / "table.wav"
@@ -43,6 +43,7 @@ def recording(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("calibrated", [False, True])
 def test_replay_referees_a_recorded_game(tmp_path: Path, calibrated: bool) -> None:
     """Alone, or with the table's calibration beside the recording (FILE.table.json)."""
@@ -68,6 +69,7 @@ def test_replay_referees_a_recorded_game(tmp_path: Path, calibrated: bool) -> No
     assert lines[-1]["players"]["Ann"] == {"guests": 1, "hand": 5, "dirty_dishes": 1}
 
 
+@pytest.mark.slow
 def test_replay_refuses_the_set_up_of_another_table(tmp_path: Path) -> None:
     wav = recording(tmp_path)
     setup = tmp_path / "other.json"
@@ -99,6 +101,7 @@ def test_loop_journals_every_step_and_resume_restores_it(tmp_path: Path) -> None
     assert state.summary()["players"]["Ann"]["guests"] == 1
 
 
+@pytest.mark.slow
 def test_calls_during_a_pause_are_heard_but_not_refereed(tmp_path: Path) -> None:
     loop = loop_for(tmp_path)
     items = []
@@ -121,12 +124,13 @@ def test_calls_during_a_pause_are_heard_but_not_refereed(tmp_path: Path) -> None
     assert loop.game_time(4.0) == pytest.approx(2.0, abs=0.03)  # two seconds were paused
 
 
+@pytest.mark.slow
 def test_a_pause_inside_an_unfinished_phrase_does_not_cut_it(tmp_path: Path) -> None:
     """Ann wins the call, then serves "brownie and … whipped cream": the first part is
     unfinished, so the parts are joined."""
-    call = synth("got it", voice="en-us", amplitude=0.6)
-    first = synth("brownie and", voice="en-us", amplitude=0.6)
-    rest = synth("whipped cream", voice="en-us", amplitude=0.6)
+    call = spoken("got it", voice="en-us", amplitude=0.6)
+    first = spoken("brownie and", voice="en-us", amplitude=0.6)
+    rest = spoken("whipped cream", voice="en-us", amplitude=0.6)
     pause = int(0.6 * RATE)  # longer than the 300 ms that ends an utterance
     start = int(3.0 * RATE)
     scene = mix_scene([(0, call, int(1.0 * RATE)), (0, first, start),
@@ -142,13 +146,14 @@ def test_a_pause_inside_an_unfinished_phrase_does_not_cut_it(tmp_path: Path) -> 
     assert heard[1].onset_s == pytest.approx(start / RATE, abs=0.02)
 
 
+@pytest.mark.slow
 def test_a_server_not_understood_is_asked_to_say_it_again(tmp_path: Path) -> None:
     """Ann wins Rocky, then says something the recogniser cannot make out: the app asks her
     again (her serve time runs on); then her serve is heard."""
     calls = [
-        (0, synth("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
-        (0, synth("hold on a second", voice="en-us", amplitude=0.6), int(3.0 * RATE)),
-        (0, synth("rocky road", voice="en-us", amplitude=0.6), int(5.5 * RATE)),
+        (0, spoken("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
+        (0, spoken("hold on a second", voice="en-us", amplitude=0.6), int(3.0 * RATE)),
+        (0, spoken("rocky road", voice="en-us", amplitude=0.6), int(5.5 * RATE)),
     ]
     scene = mix_scene(calls, 2, noise_snr_db=30.0, seed=3, length=int(7.5 * RATE))
     wav = tmp_path / "again.wav"
@@ -164,8 +169,8 @@ def test_utterances_are_decoded_in_onset_order(tmp_path: Path) -> None:
     """A short call that starts later but ends first waits for the long one before it: each
     utterance is decoded with the grammar of the state it was said in, which the earlier one
     may change (Chaosteria's kitchen after a serve)."""
-    long = synth("chocolate chip cookie and strawberry shortcake", voice="en-us", amplitude=0.6)
-    short = synth("got it", voice="en-gb", pitch=30, amplitude=0.6)
+    long = spoken("chocolate chip cookie and strawberry shortcake", voice="en-us", amplitude=0.6)
+    short = spoken("got it", voice="en-gb", pitch=30, amplitude=0.6)
     start = int(1.5 * RATE)
     scene = mix_scene([(0, long, start), (1, short, start + int(0.3 * RATE))], 2,
                       noise_snr_db=35.0, seed=4, length=int(6.0 * RATE))
@@ -187,21 +192,23 @@ def test_utterances_are_decoded_in_onset_order(tmp_path: Path) -> None:
     assert len(decoded) == 2 and decoded[0] > decoded[1]
 
 
+@pytest.mark.slow
 def test_a_call_on_a_phrase_still_being_named_waits_for_it(tmp_path: Path) -> None:
     """Ann and Bob call; Ann serves "brownie and … sorbet" (a valid serve without Rocky's
     favorite) and Bob says "favorite" in her pause: he may only trump a serve that has been
     named, so his call is decoded once her whole phrase is, then he serves the favorite."""
     ann, bob = {"voice": "en-us", "amplitude": 0.6}, {"voice": "en-us+f3", "amplitude": 0.6}
-    first = synth("brownie and", **ann)
-    favorite = synth("favorite", **bob)
+    first = spoken("brownie and", **ann)
+    favorite = spoken("favorite", **bob)
     start = int(3.0 * RATE)
     pause_at = start + len(first)
     assert len(favorite) < int(0.8 * RATE)  # Bob is done before Ann goes on
     scene = mix_scene([
-        (0, synth("got it", **ann), int(1.0 * RATE)), (1, synth("got it", **bob), int(1.4 * RATE)),
+        (0, spoken("got it", **ann), int(1.0 * RATE)),
+        (1, spoken("got it", **bob), int(1.4 * RATE)),
         (0, first, start), (1, favorite, pause_at + int(0.05 * RATE)),
-        (0, synth("sorbet", **ann), pause_at + int(0.9 * RATE)),
-        (1, synth("rocky road", **bob), pause_at + int(2.0 * RATE)),
+        (0, spoken("sorbet", **ann), pause_at + int(0.9 * RATE)),
+        (1, spoken("rocky road", **bob), pause_at + int(2.0 * RATE)),
     ], 2, noise_snr_db=35.0, seed=6, length=int(8.0 * RATE))
     wav = tmp_path / "trump.wav"
     write_wav(wav, scene.audio, RATE)

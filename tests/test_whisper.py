@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.scenes import synth
+from scripts.scenes import spoken
 from voice.recognition.grammar import game_grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.recognition.models import locate
@@ -50,7 +50,7 @@ def poutine():  # type: ignore[no-untyped-def]
 
 
 def speak(text: str, voice: str = "en-us", speed: int = 160) -> np.ndarray:
-    x = synth(text, voice, speed, 50, amplitude=0.3)
+    x = spoken(text, voice, speed, 50, amplitude=0.3)
     pad = np.zeros(4800, np.float32)
     x = np.concatenate([pad, x, pad])
     return x + np.random.default_rng(0).normal(0, 1e-3, x.size).astype(np.float32)
@@ -61,6 +61,7 @@ NOT_CALLS = ("go_1.wav", "house_1.wav", "marvin_1.wav")
 SENTENCE = "sentence_arctic_a0005.wav"
 
 
+@pytest.mark.slow
 def test_real_one_word_calls_and_others_in_one_batch() -> None:
     """Four players at once in one encoder batch: real "stop", "stop" and "dog" are those
     calls of Miss Poutine; a real "go", "house" and "marvin" and a spoken sentence are

@@ -1,70 +1,14 @@
-"""Synthesised speech and multichannel table scenes with known truth, for tests and benchmarks.
-
-`synth` renders a phrase with espeak-ng (cached on disk and in memory) as 16 kHz float32
-starting exactly at its first non-silent sample. `mix_scene` places calls on microphones,
-adds bleed into every other microphone (fractional delay, attenuation) and independent
-background noise, and returns the mixture with the truth of who spoke when.
-"""
+"""Dry scenes for the unit tests: calls placed on microphones, bleed into every other microphone
+as a fractional delay and a gain (no room), and independent white or pink noise per mic, with
+the truth of who spoke when (:func:`mix_scene`)."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from voice.audio.files import read_wav
-from voice.audio.frames import PIPELINE_RATE_HZ
-from voice.audio.resample import resample
-
-ESPEAK = shutil.which("espeak-ng")
-VOICES = ("en-us", "en-gb", "en-gb-scotland", "en-029")
-ONSET_THRESHOLD = 1e-3
-"""A source is "non-silent" from its first sample above this fraction of its peak."""
-
-_CACHE = Path(tempfile.gettempdir()) / "orderup-synth-cache"
-
-
-class SynthError(ValueError):
-    """espeak-ng is missing or failed to render a phrase."""
-
-
-@functools.lru_cache(maxsize=256)
-def _synth_cached(text: str, voice: str, speed: int, pitch: int) -> np.ndarray:
-    if ESPEAK is None:
-        raise SynthError("espeak-ng is not installed (apt-get install espeak-ng)")
-    key = hashlib.sha1(f"{text}|{voice}|{speed}|{pitch}".encode()).hexdigest()[:16]
-    _CACHE.mkdir(exist_ok=True)
-    path = _CACHE / f"{key}.wav"
-    if not path.exists():
-        tmp = path.with_suffix(f".{np.random.randint(1 << 30)}.tmp")
-        args = [ESPEAK, "-v", voice, "-s", str(speed), "-p", str(pitch), "-w", str(tmp), text]
-        done = subprocess.run(args, capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not tmp.exists():
-            raise SynthError(f"espeak-ng failed on {text!r} ({voice}): {done.stderr.strip()}")
-        tmp.replace(path)
-    raw = read_wav(path, rate_hz=None)[:, 0]
-    from soundfile import info
-
-    rate = int(info(str(path)).samplerate)
-    loud = np.flatnonzero(np.abs(raw) > ONSET_THRESHOLD * np.abs(raw).max())
-    raw = raw[loud[0] : loud[-1] + 1]  # time zero = the first non-silent sample
-    out = resample(raw, rate, PIPELINE_RATE_HZ)
-    out.setflags(write=False)
-    return out
-
-
-def synth(
-    text: str, voice: str = "en-us", speed: int = 170, pitch: int = 50, amplitude: float = 0.5
-) -> np.ndarray:
-    """`text` spoken by espeak-ng, 16 kHz float32 mono, peak `amplitude`, no leading silence."""
-    x = _synth_cached(text, voice, speed, pitch)
-    return (x * (amplitude / np.abs(x).max())).astype(np.float32)
+from .speech import RATE_HZ, voiced_span
 
 
 @dataclass(frozen=True)
@@ -87,7 +31,7 @@ class TruthCall:
 
 
 @dataclass(frozen=True)
-class Scene:
+class DryScene:
     """A mixed scene: `audio` (n, n_mics) float32 at 16 kHz, `truth` in onset order."""
 
     audio: np.ndarray = field(repr=False)
@@ -109,7 +53,7 @@ def _noise(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
         return white
     if kind == "pink":
         spec = np.fft.rfft(white)
-        f = np.fft.rfftfreq(n, 1 / PIPELINE_RATE_HZ)
+        f = np.fft.rfftfreq(n, 1 / RATE_HZ)
         spec *= 1 / np.sqrt(np.maximum(f, 50.0))
         out = np.fft.irfft(spec, n)
         return out / out.std()
@@ -125,16 +69,16 @@ def mix_scene(
     seed: int = 0,
     length: int | None = None,
     labels: list[str] | None = None,
-) -> Scene:
+) -> DryScene:
     """Mix `calls` — (mic, clean 16 kHz samples, onset sample) — into an n_mics scene.
 
     Noise is independent per mic, at `noise_snr_db` below the mean power of the calls' voiced
     parts (None: silence). The truth onset of a call is where its clean source first exceeds
-    :data:`ONSET_THRESHOLD` of its peak.
+    :data:`~.speech.ONSET_FRACTION` of its peak (:func:`~.speech.voiced_span`).
     """
     rng = np.random.default_rng(seed)
     end = max(onset + s.size for _, s, onset in calls) if calls else 0
-    length = length or end + PIPELINE_RATE_HZ // 2
+    length = length or end + RATE_HZ // 2
     out = np.zeros((length, n_mics))
     delay_ms = np.zeros((n_mics, n_mics))
     gain_db = np.full((n_mics, n_mics), -np.inf)
@@ -150,13 +94,11 @@ def mix_scene(
         placed[onset : onset + s.size] = s[: length - onset]
         for dst in range(n_mics):
             if np.isfinite(gain_db[mic, dst]):
-                d = delay_ms[mic, dst] * PIPELINE_RATE_HZ / 1000
+                d = delay_ms[mic, dst] * RATE_HZ / 1000
                 out[:, dst] += 10 ** (gain_db[mic, dst] / 20) * _delayed(placed, d, length)
-        loud = np.flatnonzero(np.abs(s) > ONSET_THRESHOLD * np.abs(s).max())
+        span = voiced_span(s)
         truth.append(
-            TruthCall(
-                mic, onset + int(loud[0]), onset + int(loud[-1]) + 1, labels[i] if labels else ""
-            )
+            TruthCall(mic, onset + span.start, onset + span.stop, labels[i] if labels else "")
         )
         voiced = s[np.abs(s) > 0.05 * np.abs(s).max()]
         powers.append(np.mean(voiced.astype(np.float64) ** 2))
@@ -165,4 +107,4 @@ def mix_scene(
         for dst in range(n_mics):
             out[:, dst] += level * _noise(rng, length, noise)
     audio = np.clip(out, -1.0, 1.0).astype(np.float32)
-    return Scene(audio, tuple(sorted(truth, key=lambda t: t.onset_sample)), delay_ms, gain_db)
+    return DryScene(audio, tuple(sorted(truth, key=lambda t: t.onset_sample)), delay_ms, gain_db)
