@@ -191,7 +191,7 @@ def test_a_dispute_works_after_resume_and_an_overrule_names_it(
     loop.referee.undo(state.t, dispute=3)
     assert loop.referee.journal is not None
     loop.referee.journal.close()
-    last = json.loads(copy.read_text("utf-8").splitlines()[-1])
+    last = json.loads(copy.read_text("utf-8").splitlines()[-1].rpartition("\t")[0])
     assert last["type"] == "undo" and last["dispute"] == 3
 
     done = subprocess.run([sys.executable, "-m", "voice.cli", "dispute", str(copy), "--verdict",
