@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ import numpy as np
 
 from voice.audio.frames import PIPELINE_RATE_HZ
 from voice.audio.resample import resample
-from voice.table.narration import EspeakSynthesizer, FliteSynthesizer, SpeechUnavailable
+from voice.table.narration import EspeakSynthesizer, FliteSynthesizer
 
 RATE_HZ = PIPELINE_RATE_HZ
 ESPEAK = shutil.which("espeak-ng")
@@ -70,23 +69,6 @@ def synthesizer(voice: Voice) -> EspeakSynthesizer | FliteSynthesizer:
     return EspeakSynthesizer(voice.name, voice.speed_wpm, voice.pitch)
 
 
-def _espeak_native(text: str, voice: Voice) -> tuple[np.ndarray, int]:
-    """espeak-ng's samples at its own rate (what :class:`EspeakSynthesizer` resamples)."""
-    import soundfile as sf
-
-    if ESPEAK is None:
-        raise SpeechUnavailable("espeak-ng is not installed (apt-get install espeak-ng)")
-    args = [ESPEAK, "-v", voice.name, "-s", str(voice.speed_wpm), "-p", str(voice.pitch),
-            "--stdout", text]
-    done = subprocess.run(args, capture_output=True, check=False)
-    if done.returncode != 0 or not done.stdout:
-        raise SpeechUnavailable(
-            f"espeak-ng failed on {text!r} with voice {voice.name}: {done.stderr.decode().strip()}"
-        )
-    samples, rate = sf.read(io.BytesIO(done.stdout), dtype="float32")
-    return samples, int(rate)
-
-
 def _rendered(text: str, voice: Voice) -> tuple[np.ndarray, int]:
     """``text`` as the synthesiser made it (espeak-ng at its own rate, flite at 16 kHz), from
     the disk cache when it is there, keyed by text, voice and the synthesiser's version."""
@@ -100,7 +82,7 @@ def _rendered(text: str, voice: Voice) -> tuple[np.ndarray, int]:
     if flite:
         samples, rate = synthesizer(voice).render(text), RATE_HZ
     else:
-        samples, rate = _espeak_native(text, voice)
+        samples, rate = EspeakSynthesizer(voice.name, voice.speed_wpm, voice.pitch).native(text)
     _CACHE_DIR.mkdir(exist_ok=True)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial")
     with open(partial, "wb") as f:

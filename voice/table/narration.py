@@ -175,6 +175,11 @@ class EspeakSynthesizer:
         self.voice, self.speed_wpm, self.pitch = voice, speed_wpm, pitch
 
     def render(self, text: str) -> np.ndarray:
+        samples, rate = self.native(text)
+        return resample(samples, rate, PIPELINE_RATE_HZ).astype(np.float32)
+
+    def native(self, text: str) -> tuple[np.ndarray, int]:
+        """``text`` spoken, at espeak-ng's own sample rate: the samples and the rate."""
         import soundfile as sf
 
         args = [str(self.program), "-v", self.voice, "-s", str(self.speed_wpm), "-p", str(self.pitch),
@@ -185,7 +190,7 @@ class EspeakSynthesizer:
                 f"espeak-ng failed on {text!r} with voice {self.voice}: {done.stderr.decode().strip()}"
             )
         samples, rate = sf.read(io.BytesIO(done.stdout), dtype="float32")
-        return resample(samples, int(rate), PIPELINE_RATE_HZ).astype(np.float32)
+        return samples, int(rate)
 
 
 class FliteSynthesizer:
