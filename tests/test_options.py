@@ -71,6 +71,8 @@ COMMANDS = [
     (("play", "desserts", "--players", "Ann,Bob", "--setup", "{nosetup}"), "--rate", False),
     (("play", "desserts", "--players", "Ann,Bob", "--setup", "{nosetup}"), "--trump-window", False),
     (("listen", "{none}"), "--tie-window-ms", False),
+    (("listen", "{none}"), "--join-gap", False),
+    (("replay", "{mono}", "--game", "desserts", "--players", "Ann,Bob"), "--join-gap", False),
     (("say", "hello", "--voice", "zz-nowhere"), "--rate", False),
     (("calibrate", "--players", "Ann,Bob", "--from-wav", "{none}"), "--noise", False),
     (("calibrate", "--players", "Ann,Bob", "--from-wav", "{none}"), "--turn", False),
@@ -132,6 +134,20 @@ def test_a_flag_of_another_game_is_refused(files: dict[str, str]) -> None:
     assert code == 2 and err == "orderup referee: argument --kitchen: not an option of Just Desserts\n"
 
 
+def test_the_join_gap_reaches_the_pipeline() -> None:
+    from voice.cli.options import setup_from
+    from voice.recognition.interface import create_recognizer
+    from voice.table.loop import TableLoop
+    from voice.table.referee import Referee
+
+    args = build_parser().parse_args(["replay", "x.wav", "--game", "desserts", "--players",
+                                      "Ann,Bob", "--join-gap", "0.4"])
+    table = setup_from(args).options.table
+    loop = TableLoop(Referee.start(setup_from(args)), create_recognizer("sphinx"), ("Ann", "Bob"),
+                     join_gap_s=table.join_gap_s)
+    assert table.join_gap_s == 0.4 and loop.pipeline.join_gap_s == 0.4
+
+
 def test_options_are_validated_however_they_are_made() -> None:
     for bad in (math.nan, math.inf, -1.0, 61.0, "1.5", True):
         with pytest.raises(OptionError, match="trump_window_s"):
@@ -154,7 +170,7 @@ game_values = st.one_of(
     st.builds(ChaosteriaOptions, st.sampled_from(["house", "table"]), st.integers(1, 12),
               st.floats(0.001, 60)),
 )
-table_values = st.builds(TableOptions, st.floats(0, 1000), st.integers(80, 450),
+table_values = st.builds(TableOptions, st.floats(0, 1000), st.floats(0, 5), st.integers(80, 450),
                          st.sampled_from([None, "en-gb"]))
 
 
@@ -191,7 +207,7 @@ def test_the_journal_records_typed_options_and_resume_reads_them(tmp_path: Path)
     assert head["options"] == {
         "version": OPTIONS_VERSION,
         "game": {"trump_window_s": 0.7, "guest_timeout_s": 20.0},
-        "table": {"tie_window_ms": 25.0, "rate_wpm": 170, "voice": None},
+        "table": {"tie_window_ms": 25.0, "join_gap_s": 1.2, "rate_wpm": 170, "voice": None},
     }
     restored = read_journal(str(path)).setup.options
     assert restored == Options(DessertsOptions(trump_window_s=0.7), TableOptions(tie_window_ms=25.0))
@@ -213,9 +229,9 @@ def test_renaming_a_flag_does_not_change_the_journal(tmp_path: Path,
     ({"version": 99, "game": {}, "table": {}}, "version 99 is unknown"),
     ({"tie_window_ms": 40.0}, "version None is unknown"),
     ({"version": OPTIONS_VERSION, "game": {"trump_window_s": math.nan, "guest_timeout_s": 20.0},
-      "table": {"tie_window_ms": 40.0, "rate_wpm": 170, "voice": None}}, "trump_window_s"),
+      "table": {"tie_window_ms": 40.0, "join_gap_s": 1.2, "rate_wpm": 170, "voice": None}}, "trump_window_s"),
     ({"version": OPTIONS_VERSION, "game": {"trump_window": 1.5},
-      "table": {"tie_window_ms": 40.0, "rate_wpm": 170, "voice": None}}, "has the fields"),
+      "table": {"tie_window_ms": 40.0, "join_gap_s": 1.2, "rate_wpm": 170, "voice": None}}, "has the fields"),
 ])
 def test_journal_options_that_cannot_be_read_back_are_one_line(
         tmp_path: Path, options: dict[str, object], message: str) -> None:

@@ -11,7 +11,13 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from voice.cli.options import add_backend_argument, add_tie_window_argument, argument, table_options
+from voice.cli.options import (
+    add_backend_argument,
+    add_join_gap_argument,
+    add_tie_window_argument,
+    argument,
+    table_options,
+)
 from voice.cli.output import fail
 from voice.table.transcript import split_names
 
@@ -32,6 +38,7 @@ def register(subparsers: Any) -> None:
     add_backend_argument(parser)
     parser.add_argument("--model", help="Vosk model name or directory (vosk backend)")
     add_tie_window_argument(parser)
+    add_join_gap_argument(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(handler=run)
 
@@ -47,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from voice.table.pipeline import Pipeline, recorded_frames
 
     players = list(args.players)
-    tie_window_ms = table_options(args).tie_window_ms
+    table = table_options(args)
     heard: list[Heard] = []
     try:
         source = WavSource(args.wav)
@@ -61,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         recognizer.prepare(grammar)
         app = app_audio_path(args.wav, None)
         pipeline = Pipeline(names[: source.channels], recognizer, lambda mic, onset_s: grammar,
-                            app_channel=app is not None, tie_window_ms=tie_window_ms)
+                            app_channel=app is not None, tie_window_ms=table.tie_window_ms,
+                            join_gap_s=table.join_gap_s)
         for utterance in pipeline.run(recorded_frames(source, app)):
             heard.append(utterance)
             _print_utterance(args.json, utterance)
@@ -73,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         return h.text if h.understood else None
 
     calls = [Utterance(h.mic, h.onset_s, h) for h in heard]
-    for verdict in rank(calls, tie_window_ms, phrase).values():
+    for verdict in rank(calls, table.tie_window_ms, phrase).values():
         order = [names[m] for m in verdict.order]
         ties = [[names[m] for m in group] for group in verdict.ties]
         if args.json:

@@ -120,11 +120,14 @@ GAME_FLAGS: dict[type, tuple[Flag, ...]] = {
 
 TIE_WINDOW = Flag("--tie-window-ms", "tie_window_ms", "MS",
                   "calls whose onsets differ by less than this are simultaneous")
+JOIN_GAP = Flag("--join-gap", "join_gap_s", "S",
+                "a pause up to this long inside an unfinished phrase ('brownie and ... whipped "
+                "cream') does not cut it in two")
 VOICE_FLAGS = (
     Flag("--rate", "rate_wpm", "WPM", "the narrator's speaking rate, in words per minute"),
     Flag("--voice", "voice", "NAME", "espeak-ng voice, e.g. en-us, en-gb-scotland"),
 )
-TABLE_FLAGS = (TIE_WINDOW, *VOICE_FLAGS)
+TABLE_FLAGS = (TIE_WINDOW, JOIN_GAP, *VOICE_FLAGS)
 """The flags of :class:`TableOptions`; a command takes those it uses."""
 
 SEED = Bounds(0, 2**32 - 1, whole=True)
@@ -132,6 +135,10 @@ SEED = Bounds(0, 2**32 - 1, whole=True)
 
 def add_tie_window_argument(p: argparse.ArgumentParser) -> None:
     TIE_WINDOW.add(p, TableOptions)
+
+
+def add_join_gap_argument(p: argparse.ArgumentParser) -> None:
+    JOIN_GAP.add(p, TableOptions)
 
 
 def add_voice_arguments(p: argparse.ArgumentParser) -> None:

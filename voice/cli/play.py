@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Self
 from engine.core import ConfigError, Event
 from voice.cli.options import (
     add_game_arguments,
+    add_join_gap_argument,
     add_live_arguments,
     add_voice_arguments,
     setup_from,
@@ -59,6 +60,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_game_arguments(p)
+    add_join_gap_argument(p)
     p.add_argument("--journal", metavar="FILE",
                    help="where to journal the game (default: a new file in your data dir)")
     add_live_arguments(p)
@@ -124,7 +126,8 @@ def play_live(
     players = referee.state.config.players
     try:
         loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
-                         tie_window_ms=table.tie_window_ms, calibration=calibration,
+                         tie_window_ms=table.tie_window_ms, join_gap_s=table.join_gap_s,
+                         calibration=calibration,
                          clips=ClipStore(clip_folder(args.journal)),
                          heard=resumed.heard if resumed else (),
                          resume="live" if resumed else None)

@@ -12,6 +12,7 @@ from engine.core import ConfigError, Event
 from voice.cli.options import (
     add_backend_argument,
     add_game_arguments,
+    add_join_gap_argument,
     add_output_arguments,
     setup_from,
 )
@@ -43,6 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("wav", metavar="FILE.wav", help="the recording")
     add_game_arguments(p, game_option=True)
+    add_join_gap_argument(p)
     p.add_argument("--app-audio", metavar="FILE",
                    help="what the app played, aligned to the recording (default: FILE.app.wav)")
     p.add_argument("--setup", metavar="FILE",
@@ -122,6 +124,7 @@ def replay(setup: Setup, wav: str, output: Output, *, journal: str | None = None
         frames = recorded_frames(source, app)
         loop = TableLoop(referee, create_recognizer(backend), players,
                          app_channel=app is not None, tie_window_ms=setup.options.table.tie_window_ms,
+                         join_gap_s=setup.options.table.join_gap_s,
                          calibration=calibration_for(wav, calibration, players),
                          clips=clip_store(journal, disputes), heard=resumed[1].heard if resumed else (),
                          resume="recording" if resumed else None)

@@ -17,6 +17,7 @@ from voice.recognition.grammar import Grammar, NothingToSay, game_grammar
 from voice.recognition.interface import Recognizer
 from voice.table.arbiter import DEFAULT_TIE_WINDOW_MS
 from voice.table.clips import LEAD_S, TAIL_S, Clip, ClipStore
+from voice.table.options import DEFAULT_JOIN_GAP_S
 from voice.table.pipeline import Heard, Pipeline
 from voice.table.referee import Referee
 from voice.table.setup import TableSetup
@@ -45,6 +46,7 @@ class TableLoop:
         *,
         app_channel: bool = False,
         tie_window_ms: float = DEFAULT_TIE_WINDOW_MS,
+        join_gap_s: float = DEFAULT_JOIN_GAP_S,
         calibration: TableSetup | None = None,
         clips: ClipStore | None = None,
         heard: Sequence[Mapping[str, Any]] = (),
@@ -59,7 +61,7 @@ class TableLoop:
         self._prepare()
         self.pipeline = Pipeline(self.players, recognizer, self._grammar_at,
                                  app_channel=app_channel, calibration=calibration,
-                                 tie_window_ms=tie_window_ms)
+                                 tie_window_ms=tie_window_ms, join_gap_s=join_gap_s)
         self._pauses: list[list[float]] = []  # [start_s, end_s], end = inf while paused
         if resume not in (None, "live", "recording"):
             raise ValueError(f"resume is 'live' or 'recording', not {resume!r}")

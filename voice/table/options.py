@@ -1,7 +1,7 @@
 """The options a game is played with: one frozen, validated value per game and one for the table.
 
 Each game's options (:class:`DessertsOptions`, :class:`PoutineOptions`,
-:class:`ChaosteriaOptions`) and the table's (:class:`TableOptions`: tie window, narration) are
+:class:`ChaosteriaOptions`) and the table's (:class:`TableOptions`: tie window, join gap, narration) are
 checked when they are made, whether from the command line or read back from a journal: every
 number is finite and in its range, or :class:`OptionError` names the option. Their defaults are
 the engine's. The journal records :class:`Options` as :meth:`Options.to_json`, keyed by these
@@ -22,7 +22,11 @@ from engine.desserts import DessertsConfig
 from engine.players import check_names
 from engine.poutine import PoutineConfig
 
-OPTIONS_VERSION = 1
+DEFAULT_JOIN_GAP_S = 1.2
+"""A pause inside an unfinished phrase ("brownie and … whipped cream") up to this long does not
+cut it in two: the parts are decoded together (:class:`voice.table.pipeline.Pipeline`)."""
+
+OPTIONS_VERSION = 2
 """Bumped whenever :meth:`Options.to_json` changes shape: fields renamed, added or removed."""
 
 
@@ -161,6 +165,8 @@ class TableOptions(_Checked):
     tie_window_ms: float = field(default=DEFAULT_TIE_WINDOW_MS,
                                  metadata=bounded(Bounds(0, 1000, "milliseconds")))
     """Calls whose onsets differ by less than this are simultaneous."""
+    join_gap_s: float = field(default=DEFAULT_JOIN_GAP_S, metadata=bounded(Bounds(0, 5, "seconds")))
+    """A pause inside an unfinished phrase up to this long does not cut it in two."""
     rate_wpm: int = field(default=NARRATION_WPM, metadata=bounded(Bounds(80, 450, "words a minute",
                                                                          whole=True)))
     """The narrator's speaking rate (the rules reckon how long an announcement lasts by it)."""

@@ -31,14 +31,11 @@ from voice.hearing.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognition.grammar import Grammar
 from voice.recognition.interface import Hypothesis, Recognizer
 from voice.table.arbiter import DEFAULT_TIE_WINDOW_MS, Arbiter
+from voice.table.options import DEFAULT_JOIN_GAP_S
 from voice.table.setup import TableSetup
 
 Reference = Callable[[int, int], np.ndarray]
 """Reads the app's output for input samples [start, start + n): 16 kHz mono."""
-
-JOIN_GAP_S = 1.2
-"""A pause inside an unfinished phrase ("brownie and … whipped cream") up to this long does not
-cut it in two: the parts are decoded together."""
 
 APP_ECHO_SHARE = 0.5
 """An utterance whose sound was more than this share the app's echo is the app's own."""
@@ -220,7 +217,7 @@ class Pipeline:
         app_channel: bool = False,
         calibration: TableSetup | None = None,
         tie_window_ms: float = DEFAULT_TIE_WINDOW_MS,
-        join_gap_s: float = JOIN_GAP_S,
+        join_gap_s: float = DEFAULT_JOIN_GAP_S,
     ) -> None:
         self.players = tuple(players)
         self.recognizer = recognizer
