@@ -73,6 +73,8 @@ COMMANDS = [
     (("listen", "{none}"), "--tie-window-ms", False),
     (("listen", "{none}"), "--join-gap", False),
     (("replay", "{mono}", "--game", "desserts", "--players", "Ann,Bob"), "--join-gap", False),
+    (("replay", "{mono}", "--game", "desserts", "--players", "Ann,Bob"), "--clips-mb", False),
+    (("play", "desserts", "--players", "Ann,Bob", "--setup", "{nosetup}"), "--clips-mb", False),
     (("say", "hello", "--voice", "zz-nowhere"), "--rate", False),
     (("calibrate", "--players", "Ann,Bob", "--from-wav", "{none}"), "--noise", False),
     (("calibrate", "--players", "Ann,Bob", "--from-wav", "{none}"), "--turn", False),
@@ -170,7 +172,8 @@ game_values = st.one_of(
     st.builds(ChaosteriaOptions, st.sampled_from(["house", "table"]), st.integers(1, 12),
               st.floats(0.001, 60)),
 )
-table_values = st.builds(TableOptions, st.floats(0, 1000), st.floats(0, 5), st.integers(80, 450),
+table_values = st.builds(TableOptions, st.floats(0, 1000), st.floats(0, 5), st.floats(1, 1e5),
+                         st.integers(80, 450),
                          st.sampled_from([None, "en-gb"]))
 
 
@@ -207,7 +210,8 @@ def test_the_journal_records_typed_options_and_resume_reads_them(tmp_path: Path)
     assert head["options"] == {
         "version": OPTIONS_VERSION,
         "game": {"trump_window_s": 0.7, "guest_timeout_s": 20.0},
-        "table": {"tie_window_ms": 25.0, "join_gap_s": 1.2, "rate_wpm": 170, "voice": None},
+        "table": {"tie_window_ms": 25.0, "join_gap_s": 1.2, "clips_mb": 40.0, "rate_wpm": 170,
+                  "voice": None},
     }
     restored = read_journal(str(path)).setup.options
     assert restored == Options(DessertsOptions(trump_window_s=0.7), TableOptions(tie_window_ms=25.0))
@@ -225,13 +229,17 @@ def test_renaming_a_flag_does_not_change_the_journal(tmp_path: Path,
     assert after == before and after["options"]["game"]["guest_timeout_s"] == 7.5  # type: ignore[index]
 
 
+TABLE_JSON = {"tie_window_ms": 40.0, "join_gap_s": 1.2, "clips_mb": 40.0, "rate_wpm": 170,
+              "voice": None}
+
+
 @pytest.mark.parametrize("options, message", [
     ({"version": 99, "game": {}, "table": {}}, "version 99 is unknown"),
     ({"tie_window_ms": 40.0}, "version None is unknown"),
     ({"version": OPTIONS_VERSION, "game": {"trump_window_s": math.nan, "guest_timeout_s": 20.0},
-      "table": {"tie_window_ms": 40.0, "join_gap_s": 1.2, "rate_wpm": 170, "voice": None}}, "trump_window_s"),
+      "table": TABLE_JSON}, "trump_window_s"),
     ({"version": OPTIONS_VERSION, "game": {"trump_window": 1.5},
-      "table": {"tie_window_ms": 40.0, "join_gap_s": 1.2, "rate_wpm": 170, "voice": None}}, "has the fields"),
+      "table": TABLE_JSON}, "has the fields"),
 ])
 def test_journal_options_that_cannot_be_read_back_are_one_line(
         tmp_path: Path, options: dict[str, object], message: str) -> None:

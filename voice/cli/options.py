@@ -127,7 +127,10 @@ VOICE_FLAGS = (
     Flag("--rate", "rate_wpm", "WPM", "the narrator's speaking rate, in words per minute"),
     Flag("--voice", "voice", "NAME", "espeak-ng voice, e.g. en-us, en-gb-scotland"),
 )
-TABLE_FLAGS = (TIE_WINDOW, JOIN_GAP, *VOICE_FLAGS)
+CLIPS = Flag("--clips-mb", "clips_mb", "MB",
+             "the calls' sound kept beside the journal (for 'orderup dispute' and the r key) "
+             "stays under this size, the oldest dropped first")
+TABLE_FLAGS = (TIE_WINDOW, JOIN_GAP, CLIPS, *VOICE_FLAGS)
 """The flags of :class:`TableOptions`; a command takes those it uses."""
 
 SEED = Bounds(0, 2**32 - 1, whole=True)
@@ -139,6 +142,10 @@ def add_tie_window_argument(p: argparse.ArgumentParser) -> None:
 
 def add_join_gap_argument(p: argparse.ArgumentParser) -> None:
     JOIN_GAP.add(p, TableOptions)
+
+
+def add_clips_argument(p: argparse.ArgumentParser) -> None:
+    CLIPS.add(p, TableOptions)
 
 
 def add_voice_arguments(p: argparse.ArgumentParser) -> None:

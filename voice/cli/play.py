@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from engine.core import ConfigError, Event
 from voice.cli.options import (
+    add_clips_argument,
     add_game_arguments,
     add_join_gap_argument,
     add_live_arguments,
@@ -61,6 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_game_arguments(p)
     add_join_gap_argument(p)
+    add_clips_argument(p)
     p.add_argument("--journal", metavar="FILE",
                    help="where to journal the game (default: a new file in your data dir)")
     add_live_arguments(p)
@@ -128,7 +130,7 @@ def play_live(
         loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
                          tie_window_ms=table.tie_window_ms, join_gap_s=table.join_gap_s,
                          calibration=calibration,
-                         clips=ClipStore(clip_folder(args.journal)),
+                         clips=ClipStore(clip_folder(args.journal), table.clips_mb),
                          heard=resumed.heard if resumed else (),
                          resume="live" if resumed else None)
     except (ModelNotFound, RecognizerError) as exc:

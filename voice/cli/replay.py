@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from engine.core import ConfigError, Event
 from voice.cli.options import (
     add_backend_argument,
+    add_clips_argument,
     add_game_arguments,
     add_join_gap_argument,
     add_output_arguments,
@@ -45,6 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("wav", metavar="FILE.wav", help="the recording")
     add_game_arguments(p, game_option=True)
     add_join_gap_argument(p)
+    add_clips_argument(p)
     p.add_argument("--app-audio", metavar="FILE",
                    help="what the app played, aligned to the recording (default: FILE.app.wav)")
     p.add_argument("--setup", metavar="FILE",
@@ -126,7 +128,7 @@ def replay(setup: Setup, wav: str, output: Output, *, journal: str | None = None
                          app_channel=app is not None, tie_window_ms=setup.options.table.tie_window_ms,
                          join_gap_s=setup.options.table.join_gap_s,
                          calibration=calibration_for(wav, calibration, players),
-                         clips=clip_store(journal, disputes), heard=resumed[1].heard if resumed else (),
+                         clips=clip_store(journal, disputes, setup.options.table.clips_mb), heard=resumed[1].heard if resumed else (),
                          resume="recording" if resumed else None)
         if not resumed:
             output.emit(referee.state.opening)
@@ -145,13 +147,14 @@ def replay(setup: Setup, wav: str, output: Output, *, journal: str | None = None
     return 0
 
 
-def clip_store(journal: str | None, disputes: str | None) -> ClipStore | None:
-    """Where the calls' sound is kept: in the disputes folder, or beside the journal."""
+def clip_store(journal: str | None, disputes: str | None, limit_mb: float) -> ClipStore | None:
+    """Where the calls' sound is kept: in the disputes folder (all of it), or beside the journal
+    (under ``limit_mb``)."""
     from voice.table.clips import ClipStore, clip_folder
 
     if disputes:
         return ClipStore(Path(disputes) / "clips", limit_mb=float("inf"))
-    return ClipStore(clip_folder(journal)) if journal else None
+    return ClipStore(clip_folder(journal), limit_mb) if journal else None
 
 
 def write_disputes(loop: TableLoop, folder: Path) -> None:

@@ -19,14 +19,13 @@ from typing import Any
 import numpy as np
 
 from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.table.options import DEFAULT_CLIPS_MB
 
 LEAD_S = 0.5
 """A clip starts this long before its call's onset: a rival's onset up to the dispute window
 (150 ms) earlier, with the room before it."""
 TAIL_S = 0.2
 """A clip goes on this long after its call's end."""
-DEFAULT_LIMIT_MB = 40.0
-"""The clip folder's default size limit; the oldest clips beyond it are dropped."""
 
 
 class ClipError(ValueError):
@@ -58,7 +57,7 @@ class ClipStore:
     """Writes clips into ``folder`` (made when the first is saved, private to the user) and
     keeps the folder under ``limit_mb``, deleting the oldest files first."""
 
-    def __init__(self, folder: Path, limit_mb: float = DEFAULT_LIMIT_MB) -> None:
+    def __init__(self, folder: Path, limit_mb: float = DEFAULT_CLIPS_MB) -> None:
         if not limit_mb > 0:
             raise ValueError(f"the clip limit must be above 0 MB, not {limit_mb}")
         self.folder = folder

@@ -1,7 +1,7 @@
 """The options a game is played with: one frozen, validated value per game and one for the table.
 
 Each game's options (:class:`DessertsOptions`, :class:`PoutineOptions`,
-:class:`ChaosteriaOptions`) and the table's (:class:`TableOptions`: tie window, join gap, narration) are
+:class:`ChaosteriaOptions`) and the table's (:class:`TableOptions`: tie window, join gap, clip limit, narration) are
 checked when they are made, whether from the command line or read back from a journal: every
 number is finite and in its range, or :class:`OptionError` names the option. Their defaults are
 the engine's. The journal records :class:`Options` as :meth:`Options.to_json`, keyed by these
@@ -25,6 +25,10 @@ from engine.poutine import PoutineConfig
 DEFAULT_JOIN_GAP_S = 1.2
 """A pause inside an unfinished phrase ("brownie and … whipped cream") up to this long does not
 cut it in two: the parts are decoded together (:class:`voice.table.pipeline.Pipeline`)."""
+
+DEFAULT_CLIPS_MB = 40.0
+"""The size the calls' sound kept beside a journal is held under (:mod:`voice.table.clips`): the
+oldest clips beyond it are dropped. About an evening of calls."""
 
 OPTIONS_VERSION = 2
 """Bumped whenever :meth:`Options.to_json` changes shape: fields renamed, added or removed."""
@@ -167,6 +171,8 @@ class TableOptions(_Checked):
     """Calls whose onsets differ by less than this are simultaneous."""
     join_gap_s: float = field(default=DEFAULT_JOIN_GAP_S, metadata=bounded(Bounds(0, 5, "seconds")))
     """A pause inside an unfinished phrase up to this long does not cut it in two."""
+    clips_mb: float = field(default=DEFAULT_CLIPS_MB, metadata=bounded(Bounds(1, 100000, "MB")))
+    """The calls' sound kept beside the journal is held under this size."""
     rate_wpm: int = field(default=NARRATION_WPM, metadata=bounded(Bounds(80, 450, "words a minute",
                                                                          whole=True)))
     """The narrator's speaking rate (the rules reckon how long an announcement lasts by it)."""
