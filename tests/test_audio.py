@@ -177,12 +177,23 @@ def test_missing_and_non_wav_files(tmp_path: Path) -> None:
         WavSource(tmp_path / "a.aiff")
 
 
-def test_truncated_data_reads_what_is_there(tmp_path: Path) -> None:
+def test_a_wav_cut_short_of_its_header_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "cut.wav"
     write_wav(path, _tone(16000, 0.5), 16000)
     path.write_bytes(path.read_bytes()[:-4000])  # the header still claims 0.5 s
-    total = sum(f.n_samples for f in WavSource(path))
-    assert 0 < total < 8000
+    with pytest.raises(AudioFileError, match="promises 8000 samples a channel but it holds 6000"):
+        WavSource(path)
+
+
+def test_samples_that_are_not_numbers_and_absurd_rates_are_refused(tmp_path: Path) -> None:
+    samples = _tone(16000, 0.5)
+    samples[4000] = np.nan
+    write_wav(tmp_path / "nan.wav", samples, 16000, subtype="FLOAT")
+    with pytest.raises(AudioFileError, match="not a number .* at 0.250 s"):
+        list(WavSource(tmp_path / "nan.wav"))
+    write_wav(tmp_path / "slow.wav", _tone(16000, 0.1)[:100], 1)
+    with pytest.raises(AudioFileError, match="a sample rate of 1 Hz"):
+        WavSource(tmp_path / "slow.wav")
 
 
 def test_drop_queue_counts_what_it_drops() -> None:
@@ -346,3 +357,13 @@ def test_a_device_that_stops_first_still_delivers_all_it_sent() -> None:
     np.testing.assert_allclose(audio[::320, 0], 0.1 * np.arange(1, 11), rtol=1e-6)
     np.testing.assert_array_equal(audio[:960, 2], -0.5)
     np.testing.assert_array_equal(audio[960:, 2], 0.0)
+
+
+def test_listen_refuses_more_players_than_channels(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from voice.cli.main import main
+
+    write_wav(tmp_path / "two.wav", _tone(16000, 0.2, channels=2), 16000)
+    assert main(["listen", str(tmp_path / "two.wav"), "--players", "Ann,Bob,Cat"]) == 2
+    assert capsys.readouterr().err == (f"orderup listen: {tmp_path / 'two.wav'} has 2 channels "
+                                       "for 3 players\n")

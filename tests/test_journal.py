@@ -213,7 +213,7 @@ def test_a_game_that_never_starts_leaves_no_journal(tmp_path: Path) -> None:
     transcript = tmp_path / "game.txt"
     transcript.write_text("@players Ann, Bob\n1.0 Zed: got it\n", "utf-8")
     run = run_orderup("referee", "desserts", "--transcript", str(transcript), "--journal", str(journal))
-    assert run.returncode == 1 and "unknown speaker" in run.stderr
+    assert run.returncode == 2 and "unknown speaker" in run.stderr and run.stdout == ""
     assert not journal.exists()
 
 

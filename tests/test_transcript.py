@@ -38,7 +38,7 @@ def test_directives_comments_and_utterances() -> None:
     [
         (["1.0 Ann: pass", "0.5 Bob: pass"], "x.txt:2: onset 0.500 s is before"),
         (["1.0 Ann: pass", "Bob said pass"], "x.txt:2: expected 'SECONDS SPEAKER: TEXT'"),
-        (["@seed seven"], "x.txt:1: invalid literal"),
+        (["@seed seven"], "x.txt:1: @seed: expected a whole number"),
         (["@colour blue"], "x.txt:1: unknown directive @colour"),
         (["1.0 Ann: pass", "@seed 3"], "x.txt:2: directives must come before"),
         (["@end soon"], "x.txt:1: expected seconds (a number, at least 0), got 'soon'"),
@@ -117,7 +117,7 @@ def test_no_line_may_come_after_the_end() -> None:
     assert len(t.utterances) == 1 and t.end_s == 1.5
 
 
-def test_unknown_speaker_stops_the_game_at_that_line() -> None:
+def test_a_transcript_with_an_unknown_speaker_is_refused_whole() -> None:
     events, final, code = referee("desserts", """
         @players Ann, Bob
         @stack guests: Rocky
@@ -125,10 +125,7 @@ def test_unknown_speaker_stops_the_game_at_that_line() -> None:
         2.0 Zed: got it
         3.0 Ann: rocky road
     """)
-    assert code == 1
-    assert events[-1]["type"] == "error" and "test.txt:5: unknown speaker 'Zed'" in events[-1]["message"]
-    assert "served" not in kinds(events)
-    assert final["players"]["Ann"]["guests"] == 0
+    assert code == 2 and events == [] and final == {}  # nothing refereed, nothing printed
 
 
 def test_command_line_wins_over_directives(tmp_path: Path) -> None:
@@ -168,6 +165,7 @@ def test_cli_json_lines_end_with_final(tmp_path: Path) -> None:
         (["referee", "desserts", "--players", "A,A", "--transcript", "{t}"], "given twice"),
         (["referee", "desserts", "--players", "A,B", "--stack", "{t}", "--transcript", "{t}"],
          "has no deck 1.0 a"),
+        (["models", "fetch", "no-such-model"], "unknown model 'no-such-model'"),
     ],
 )
 def test_cli_errors_are_one_clear_line(tmp_path: Path, argv: list[str], message: str) -> None:
@@ -188,3 +186,25 @@ def test_demo_transcript_plays_to_the_end() -> None:
     run = run_cli("demo", "--transcript")
     assert run.returncode == 0, run.stderr
     assert "Game over." in run.stdout
+
+
+@pytest.mark.parametrize("text, message", [
+    ("@seed abc\n1.0 A: pass\n", "t.txt:1: @seed: expected a whole number from 0 to 4294967295, got 'abc'"),
+    ("1.0 A: pass\n0.5 B: pass\n", "t.txt:2: onset 0.500 s is before the previous line's 1.000 s"),
+    ("1.0 A: pass\n2.0 Zed: pass\n", "t.txt:2: unknown speaker 'Zed'"),
+])
+def test_a_bad_transcript_is_refused_whole_in_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text(text, "utf-8")
+    run = run_cli("referee", "desserts", "--players", "A,B", "--transcript", str(path))
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.startswith(f"orderup referee: {tmp_path / message}")
+    assert len(run.stderr.splitlines()) == 1
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes("\ufeff@players Ann, Bob\n1.0 Ann: pass\n".encode())
+    run = run_cli("referee", "desserts", "--transcript", str(path), "--json")
+    assert run.returncode == 0, run.stderr
+    assert set(json.loads(run.stdout.splitlines()[-1])["players"]) == {"Ann", "Bob"}

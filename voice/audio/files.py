@@ -28,6 +28,10 @@ def _pace(frames: Iterator[AudioFrame]) -> Iterator[AudioFrame]:
         yield frame
 
 
+MIN_RATE_HZ, MAX_RATE_HZ = 8000, 192000
+"""The sample rates a recording may have."""
+
+
 class WavSource:
     """Frames from a WAV file: mono or multichannel, 8/16/24/32-bit PCM or 32-bit float.
 
@@ -59,6 +63,13 @@ class WavSource:
             raise AudioFileError(f"{self.path}: is {info.format_info}, not a WAV, FLAC or Ogg file")
         if info.frames <= 0:
             raise AudioFileError(f"{self.path}: WAV file holds no samples")
+        if not MIN_RATE_HZ <= info.samplerate <= MAX_RATE_HZ:
+            raise AudioFileError(f"{self.path}: a sample rate of {info.samplerate} Hz is not a "
+                                 f"recording's (orderup reads {MIN_RATE_HZ}-{MAX_RATE_HZ} Hz)")
+        promised = _promised_frames(self.path) if info.format in ("WAV", "WAVEX") else None
+        if promised is not None and promised > info.frames:
+            raise AudioFileError(f"{self.path}: its header promises {promised} samples a channel "
+                                 f"but it holds {info.frames}: the file is cut short")
         self.file_rate_hz = int(info.samplerate)
         self.channels = int(info.channels)
         self.rate_hz = rate_hz or self.file_rate_hz
@@ -83,6 +94,10 @@ class WavSource:
                     data = f.read(block, dtype="float32", always_2d=True)
                     if data.shape[0] == 0:
                         return
+                    bad = np.flatnonzero(~np.isfinite(data).all(axis=1))
+                    if bad.size:
+                        raise AudioFileError(f"{self.path}: a sample that is not a number (NaN or "
+                                             f"infinite) at {(start + bad[0]) / self.file_rate_hz:.3f} s")
                     yield AudioFrame(
                         np.clip(data, -1.0, 1.0),
                         self.file_rate_hz,
@@ -99,6 +114,24 @@ class WavSource:
     def __iter__(self) -> Iterator[AudioFrame]:
         frames = resampled(self._read(), self.rate_hz)
         return _pace(frames) if self.realtime else frames
+
+
+def _promised_frames(path: Path) -> int | None:
+    """How many frames a RIFF/WAVE header's data chunk says it holds (None: not stated, as
+    a file still being written says 0 or 0xFFFFFFFF)."""
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+    if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        return None
+    at, align = 12, 0
+    while at + 8 <= len(head):
+        kind, size = head[at:at + 4], int.from_bytes(head[at + 4:at + 8], "little")
+        if kind == b"fmt " and at + 22 <= len(head):
+            align = int.from_bytes(head[at + 20:at + 22], "little")  # bytes per frame
+        if kind == b"data":
+            return size // align if align and size not in (0, 0xFFFFFFFF) else None
+        at += 8 + size + (size & 1)
+    return None
 
 
 def read_wav(path: str | Path, rate_hz: int | None = PIPELINE_RATE_HZ) -> np.ndarray:

@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from engine.core import ConfigError
 from voice.cli.options import (
     add_backend_argument,
     add_join_gap_argument,
@@ -58,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
     heard: list[Heard] = []
     try:
         source = WavSource(args.wav)
+        if len(players) > source.channels:
+            raise ConfigError(f"{args.wav} has {source.channels} channels for "
+                                 f"{len(players)} players")
         names = players + [f"mic {m}" for m in range(len(players), source.channels)]
         grammar = (
             load_phrases(args.phrases, players) if args.phrases
@@ -73,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
         for utterance in pipeline.run(recorded_frames(source, app)):
             heard.append(utterance)
             _print_utterance(args.json, utterance)
-    except (AudioFileError, AudioStreamError, GrammarError, ModelNotFound, RecognizerError,
-            ArbiterError) as exc:
+    except (AudioFileError, AudioStreamError, ConfigError, GrammarError, ModelNotFound,
+            RecognizerError, ArbiterError) as exc:
         return fail(args.command, str(exc))
 
     def phrase(h: Heard) -> str | None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from voice.cli.options import in_range, number
+from voice.cli.output import fail
 from voice.table.options import Bounds
 
 TIMEOUT_S = Bounds(0, 600, "seconds", low_open=True)
@@ -33,8 +33,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             path = models.fetch(args.name, args.dest, args.url, args.timeout_s)
         except (models.ModelFetchError, models.ModelNotFound) as exc:
-            print(f"orderup {args.command}: {exc}", file=sys.stderr)
-            return 1
+            return fail(args.command, str(exc))
         print(f"{args.name}: installed in {path}")
         return 0
     for entry in models.CATALOGUE:

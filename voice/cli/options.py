@@ -19,6 +19,7 @@ from voice.table.games import GAMES, GameBinding, lookup
 from voice.table.journal import Setup
 from voice.table.options import (
     ORDERS,
+    SEED,
     Bounds,
     ChaosteriaOptions,
     DessertsOptions,
@@ -132,8 +133,6 @@ CLIPS = Flag("--clips-mb", "clips_mb", "MB",
              "stays under this size, the oldest dropped first")
 TABLE_FLAGS = (TIE_WINDOW, JOIN_GAP, CLIPS, *VOICE_FLAGS)
 """The flags of :class:`TableOptions`; a command takes those it uses."""
-
-SEED = Bounds(0, 2**32 - 1, whole=True)
 
 
 def add_tie_window_argument(p: argparse.ArgumentParser) -> None:

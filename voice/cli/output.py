@@ -16,7 +16,7 @@ from voice.table.referee import (
     render_json,
     render_text,
 )
-from voice.table.transcript import Transcript, Utterance
+from voice.table.transcript import Transcript, TranscriptError, Utterance
 
 
 def fail(command: str, message: str) -> int:
@@ -64,17 +64,21 @@ class Output:
 
 
 def finish_transcript(referee: Referee, transcript: Transcript, utterances: Sequence[Utterance],
-                      output: Output, *, realtime: bool = False) -> int:
-    """Referee ``utterances``, print what happens, then the final line; exit status 1 when
-    the transcript has an error (said on stderr, and as a JSON line with ``--json``)."""
+                      output: Output, *, opening: bool = False, realtime: bool = False) -> int:
+    """Referee ``utterances`` (after the game's ``opening`` if asked), print what happens, then
+    the final line; the exit status. A transcript with an error (a bad line, an unknown
+    speaker) is refused whole before anything is refereed: one line, exit status 2."""
     try:
-        error = referee_utterances(referee, transcript, utterances, output.emit, realtime=realtime)
+        cast = transcript.cast(referee.state.config.players)
+    except TranscriptError as exc:
+        referee.close()
+        return fail(output.command, str(exc))
+    if opening:
+        output.emit(referee.state.opening)
+    try:
+        referee_utterances(referee, transcript, cast, utterances, output.emit, realtime=realtime)
     except KeyboardInterrupt:
         return stopped(output.command, referee, f"--transcript {transcript.path}")
     referee.close()
-    if error is not None:
-        print(f"orderup {output.command}: {error} (nothing after it was applied)", file=sys.stderr)
-        if output.json:
-            output.emit([{"type": "error", "line": error.line, "message": str(error)}])
     output.emit([referee.final()])
-    return 1 if error is not None else 0
+    return 0

@@ -71,5 +71,5 @@ def run_transcript(setup: Setup, transcript: Transcript, output: Output, *,
         referee = Referee.start(setup, journal)
     except (ConfigError, JournalError) as exc:
         return fail(output.command, str(exc))
-    output.emit(referee.state.opening)
-    return finish_transcript(referee, transcript, transcript.utterances, output, realtime=realtime)
+    return finish_transcript(referee, transcript, transcript.utterances, output, opening=True,
+                             realtime=realtime)

@@ -87,6 +87,10 @@ def _number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+SEED = Bounds(0, 2**32 - 1, whole=True)
+"""A game's shuffle seed (``--seed``, ``@seed``)."""
+
+
 def bounded(bounds: Bounds) -> dict[str, Bounds]:
     """Field metadata giving a numeric option its range."""
     return {"bounds": bounds}

@@ -19,7 +19,7 @@ from voice.recognition.intents import AmbiguousUtterance, UnparseableUtterance
 from voice.table.games import GameBinding
 from voice.table.journal import Journal, Setup
 from voice.table.options import Options
-from voice.table.transcript import Transcript, TranscriptError, Utterance, speaker_name
+from voice.table.transcript import Transcript, Utterance
 
 
 def game_setup(
@@ -143,16 +143,14 @@ class Referee:
 
 
 def referee_utterances(
-    referee: Referee, transcript: Transcript, utterances: Sequence[Utterance],
-    emit: Callable[[list[Event]], None], *, realtime: bool = False,
-) -> TranscriptError | None:
-    """Feed ``utterances`` of ``transcript`` to the referee (paced in real time if asked),
-    then let the game clock run to where the transcript ends (:meth:`Transcript.ends_at`: a
-    last call waits out the tie window for rivals before the rules take it), passing what
-    happens to ``emit`` as it happens. Returns the transcript's first error, if any: nothing
-    after it was applied."""
-    error = transcript.error
-    players = referee.state.config.players
+    referee: Referee, transcript: Transcript, cast: Mapping[str, str],
+    utterances: Sequence[Utterance], emit: Callable[[list[Event]], None], *, realtime: bool = False,
+) -> None:
+    """Feed ``utterances`` of ``transcript`` to the referee, each as the player ``cast`` names
+    (:meth:`Transcript.cast`), paced in real time if asked, then let the game clock run to
+    where the transcript ends (:meth:`Transcript.ends_at`: a last call waits out the tie
+    window for rivals before the rules take it), passing what happens to ``emit`` as it
+    happens."""
     clock = time.monotonic() - referee.state.t
 
     def wait(t: float) -> None:
@@ -160,19 +158,12 @@ def referee_utterances(
             time.sleep(max(0.0, clock + t - time.monotonic()))
 
     for u in utterances:
-        player = speaker_name(u.speaker, players)
-        if player is None:
-            error = TranscriptError(
-                transcript.path, u.line, f"unknown speaker {u.speaker!r} (players: {', '.join(players)})"
-            )
-            break
         wait(u.onset_s)
-        emit(referee.hear(u.onset_s, player, u.text))
+        emit(referee.hear(u.onset_s, cast[u.speaker], u.text))
     end = transcript.ends_at(referee.state.config.tie_window_ms / 1000)
-    if error is None and end is not None:
+    if end is not None:
         wait(end)
         emit(referee.tick(end))
-    return error
 
 
 def render_text(event: Event) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from engine.players import check_names
+from voice.table.options import SEED
 
 _LINE = re.compile(r"^(?P<onset>\d+(?:\.\d*)?)\s+(?P<speaker>[^:]+?)\s*:\s*(?P<text>.*)$")
 
@@ -58,6 +59,20 @@ class Transcript:
         if self.end_s is not None or not self.utterances:
             return self.end_s
         return self.utterances[-1].onset_s + tie_window_s
+
+    def cast(self, players: Sequence[str]) -> dict[str, str]:
+        """The player each speaker names (case-insensitive). Raises the transcript's first
+        error: a bad line, or a speaker who is not one of ``players``, whichever comes first."""
+        cast: dict[str, str] = {}
+        for u in self.utterances:
+            player = speaker_name(u.speaker, players)
+            if player is None:
+                raise TranscriptError(self.path, u.line,
+                                      f"unknown speaker {u.speaker!r} (players: {', '.join(players)})")
+            cast[u.speaker] = player
+        if self.error is not None:
+            raise self.error
+        return cast
 
 
 def split_list(text: str) -> tuple[str, ...]:
@@ -114,7 +129,10 @@ def parse_transcript(lines: Iterable[str], path: str = "<transcript>") -> Transc
                 if name == "players":
                     players = split_list(rest)
                 elif name == "seed":
-                    seed = int(rest.strip())
+                    try:
+                        seed = int(SEED.parse(rest.strip()))
+                    except ValueError as exc:
+                        raise ValueError(f"@seed: {exc}") from None
                 elif name == "stack":
                     deck, cards = parse_stack(rest)
                     stacks[deck] = cards
@@ -144,7 +162,7 @@ def read_stack_file(path: str) -> dict[str, tuple[str, ...]]:
     """The decks a file of ``DECK: Card, Card, ...`` lines stacks (top card first)."""
     stacks: dict[str, tuple[str, ...]] = {}
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             for number, line in enumerate(fh, start=1):
                 line = line.strip()
                 if line and not line.startswith("#"):
@@ -161,7 +179,7 @@ def read_stack_file(path: str) -> dict[str, tuple[str, ...]]:
 def read_transcript(path: str) -> Transcript:
     """Read a UTF-8 transcript file; unreadable files raise ``TranscriptError`` on line 0."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is not the first line
             return parse_transcript(fh.readlines(), path)
     except (OSError, UnicodeDecodeError) as exc:
         raise TranscriptError(path, 0, f"cannot read: {exc}") from exc
