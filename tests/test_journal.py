@@ -315,3 +315,14 @@ def test_undo_takes_back_the_last_call_and_is_journaled(tmp_path: Path) -> None:
     _, restored, _ = restore(str(path))
     assert restored.summary() == referee.state.summary()
     assert lookup("jd") is game
+
+
+def test_resuming_with_another_transcript_is_refused(tmp_path: Path) -> None:
+    transcript, journal, _ = refereed(tmp_path, 5)
+    other = tmp_path / "other.txt"
+    other.write_text("@players Ann, Bob\n0.5 Bob: pass\n", "utf-8")
+    before = journal.read_bytes()
+    run = run_orderup("resume", str(journal), "--transcript", str(other))
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert f"{journal} was not refereed from {other}: line 2 is 0.500 Bob: 'pass'" in run.stderr
+    assert journal.read_bytes() == before

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,7 +59,8 @@ class WavSource:
         if not self.path.is_file():
             raise AudioFileError(f"{self.path}: no such file")
         try:
-            info = sf.info(str(self.path))
+            with _native_stderr_muted():
+                info = sf.info(str(self.path))
         except (RuntimeError, OSError) as exc:  # LibsndfileError is a RuntimeError
             raise AudioFileError(f"{self.path}: not a readable audio file ({exc})") from None
         if info.format not in ("WAV", "WAVEX", "RF64", "FLAC", "OGG"):
@@ -89,7 +93,9 @@ class WavSource:
         block = max(1, round(self.file_rate_hz * self.block_ms / 1000))
         start = 0
         try:
-            with sf.SoundFile(str(self.path)) as f:
+            with _native_stderr_muted():
+                opened = sf.SoundFile(str(self.path))
+            with opened as f:
                 while True:
                     data = f.read(block, dtype="float32", always_2d=True)
                     if data.shape[0] == 0:
@@ -114,6 +120,21 @@ class WavSource:
     def __iter__(self) -> Iterator[AudioFrame]:
         frames = resampled(self._read(), self.rate_hz)
         return _pace(frames) if self.realtime else frames
+
+
+@contextlib.contextmanager
+def _native_stderr_muted() -> Iterator[None]:
+    """Silence what C libraries print on the process's stderr meanwhile: libsndfile's MPEG
+    decoder prints its resync notes on a file that is not audio, where orderup says one line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _promised_frames(path: Path) -> int | None:

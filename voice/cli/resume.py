@@ -11,7 +11,7 @@ from voice.cli.options import add_live_arguments, add_output_arguments
 from voice.cli.output import Output, fail, finish_transcript
 from voice.table.journal import Journal, JournalError, Restored, read_journal, replay_journal
 from voice.table.referee import Referee
-from voice.table.transcript import TranscriptError, read_transcript
+from voice.table.transcript import Transcript, TranscriptError, read_transcript
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,8 +71,29 @@ def handle(args: argparse.Namespace) -> int:
     if transcript is None:
         output.emit([referee.final()])
         return 0
+    mismatch = transcript_mismatch(restored, transcript, state.t)
+    if mismatch is not None:
+        referee.close()
+        return fail(args.command, f"{args.journal} was not refereed from {transcript.path}: {mismatch}")
     return finish_transcript(referee, transcript, transcript.utterances[len(restored.heard) :], output,
                              realtime=args.realtime)
+
+
+def transcript_mismatch(restored: Restored, transcript: Transcript, game_t: float) -> str | None:
+    """Why ``transcript`` cannot be the one the journal heard (its first utterances are what
+    the journal heard, the next comes after the game's clock), or None when it can."""
+    said = transcript.utterances
+    for heard, u in zip(restored.heard, said):
+        if (abs(float(heard["onset_s"]) - u.onset_s) > 1e-6 or heard["text"] != u.text
+                or str(heard["player"]).casefold() != u.speaker.casefold()):
+            return (f"line {u.line} is {u.onset_s:.3f} {u.speaker}: {u.text!r}, the journal heard "
+                    f"{float(heard['onset_s']):.3f} {heard['player']}: {heard['text']!r}")
+    if len(restored.heard) > len(said):
+        return f"the journal heard {len(restored.heard)} utterances, the transcript has {len(said)}"
+    rest = said[len(restored.heard):]
+    if rest and rest[0].onset_s < game_t:
+        return f"line {rest[0].line} is at {rest[0].onset_s:.3f} s, before the game's clock ({game_t:.3f} s)"
+    return None
 
 
 def resume_live(args: argparse.Namespace, referee: Referee, restored: Restored) -> int:
