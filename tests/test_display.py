@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 from rich.console import Console
 
 from scripts.scenes import mix_scene, spoken
@@ -61,3 +62,76 @@ def test_drive_referees_recorded_frames_and_narrates(tmp_path: Path) -> None:
     assert any("Ann first." in line for line in said)
     assert any("Ann takes Rocky." in line for line in said)
     assert loop.referee.state.summary()["players"]["Ann"]["guests"] == 1
+
+
+DRIVEN = """
+import sys
+from pathlib import Path
+from voice.audio.files import WavSource
+from voice.cli.play import Keys, drive, narrate
+from voice.recognition.interface import create_recognizer
+from voice.table.journal import Journal, Setup
+from voice.table.loop import TableLoop
+from voice.table.narration import Announcer
+from voice.table.options import DessertsOptions, Options
+from voice.table.referee import Referee
+
+folder = Path(sys.argv[1])
+players = tuple(sys.argv[2].split(","))
+setup = Setup("desserts", players, {"guests": ("Rocky",)}, Options(DessertsOptions()), 1)
+game, state = setup.new_state()
+loop = TableLoop(Referee(game, state, Journal(str(folder / "j.jsonl"), setup)),
+                 create_recognizer("sphinx"), players)
+narration = []
+announcer = Announcer(None, None, echo=narration.append)
+narrate(announcer, state.opening)
+with Keys() as keys:
+    drive(loop, WavSource(folder / "game.wav", realtime=True), announcer, keys, [], narration,
+          "desserts")
+announcer.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("columns, rows", [(80, 24), (110, 40)])
+def test_the_live_screen_fits_its_terminal_and_says_each_line_once(
+        tmp_path: Path, columns: int, rows: int) -> None:
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    import pyte
+
+    players = ("Ann", "Bob", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal")  # the tallest table
+    calls = [(0, spoken("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
+             (0, spoken("rocky road", voice="en-us", amplitude=0.6), int(3.0 * RATE))]
+    scene = mix_scene(calls, len(players), noise_snr_db=35.0, seed=2, length=int(4.5 * RATE))
+    write_wav(tmp_path / "game.wav", scene.audio, RATE)
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows)}
+    proc = subprocess.Popen([sys.executable, "-c", DRIVEN, str(tmp_path), ",".join(players)],
+                            stdin=child, stdout=child, stderr=child, env=env, close_fds=True)
+    os.close(child)
+    screen = pyte.HistoryScreen(columns, rows, history=1000)
+    stream = pyte.ByteStream(screen)
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child has closed the terminal
+            break
+        if not chunk:
+            break
+        stream.feed(chunk)
+    assert proc.wait(timeout=60) == 0
+    os.close(main)
+    shown = [line.rstrip() for line in screen.display]
+    scrolled = ["".join(c.data for c in row.values()).rstrip() for row in screen.history.top]
+    assert not [line for line in scrolled if "╭" in line], scrolled  # no border piled up above
+    text = "\n".join(shown)
+    assert text.count("Ann first.") == 1 and text.count("Ann takes Rocky.") == 1, text
+    assert "scores and microphones" in text and "[q] quit" in text

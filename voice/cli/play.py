@@ -176,7 +176,8 @@ def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses
     from voice.table.screen import TableView, render
 
     view = TableView(title, loop.players)
-    live = Live(render(view), refresh_per_second=8, transient=False) if sys.stdout.isatty() else None
+    live = (Live(render(view), refresh_per_second=8, transient=False, vertical_overflow="crop")
+            if sys.stdout.isatty() else None)
     disputed: int | None = None  # the close call just heard again, which a "u" answers
     with live or contextlib.nullcontext():
         for frame in frames:
@@ -200,7 +201,7 @@ def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses
             view.summary = loop.referee.state.summary()
             view.status = ("PAUSED  " if loop.paused else "") + (statuses[-1] if statuses else "")
             if live is not None:
-                live.update(render(view))
+                live.update(render(view, live.console.size.height))
             else:
                 for item in items:
                     print(render_text(item) if isinstance(item, Event) else

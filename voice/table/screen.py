@@ -17,7 +17,9 @@ import numpy as np
 from engine.core import Event
 from voice.table.pipeline import Heard
 
-KEYS = "[p] pause  [u] undo last verdict  [q] quit"
+KEYS = "[p] pause  [r] replay close call  [u] undo verdict  [q] quit"
+MIN_HEIGHT = 24
+"""The smallest terminal the screen is laid out for (80 × 24)."""
 
 
 @dataclass
@@ -26,18 +28,15 @@ class TableView:
 
     title: str
     players: tuple[str, ...]
-    said: deque[str] = field(default_factory=lambda: deque(maxlen=6))
-    heard: deque[Heard] = field(default_factory=lambda: deque(maxlen=6))
+    said: deque[str] = field(default_factory=lambda: deque(maxlen=12))
+    """What the narrator said, as it said it (each line once: the announcer's echo)."""
+    heard: deque[Heard] = field(default_factory=lambda: deque(maxlen=12))
     levels_db: np.ndarray = field(default_factory=lambda: np.full(0, -90.0))
     summary: dict[str, Any] = field(default_factory=dict)
     status: str = ""
 
     def take(self, items: Sequence[Heard | Event]) -> None:
-        for item in items:
-            if isinstance(item, Heard):
-                self.heard.append(item)
-            elif item.say:
-                self.said.append(item.say)
+        self.heard.extend(item for item in items if isinstance(item, Heard))
 
     def meter(self, samples: np.ndarray) -> None:
         """Update each mic's level from the latest frame (dBFS, fast attack, slow release)."""
@@ -48,23 +47,30 @@ class TableView:
         self.levels_db = np.maximum(now, self.levels_db - 1.5)
 
 
-def render(view: TableView) -> Any:
-    """The view as a rich renderable."""
+def render(view: TableView, height: int = MIN_HEIGHT) -> Any:
+    """The view as a rich renderable no taller than ``height`` lines (a terminal's), so that
+    redrawing it never scrolls: every row is one line, cut with an ellipsis where too wide,
+    and the narration and the calls heard show as many of their latest lines as fit."""
     from rich.console import Group
     from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
+    from rich.text import Text
 
-    said = escape("\n".join(view.said)) or "…"
+    fixed = 3 * 2 + 1 + len(view.players) + 1 + 1  # borders, two headers, the players, status
+    room = max(2, height - fixed)
+    n_heard = min(len(view.heard), room // 2)
+    n_said = max(1, room - max(1, n_heard))
+    said = Text("\n".join(list(view.said)[-n_said:]) or "…", no_wrap=True, overflow="ellipsis")
     scores = Table(expand=True, box=None)
-    scores.add_column("player")
+    scores.add_column("player", no_wrap=True, overflow="ellipsis")
     columns: list[str] = []
     for stats in view.summary.get("players", {}).values():
         columns = [k for k in stats if k != "role"]
         break
     for name in columns:
-        scores.add_column(name.replace("_", " "), justify="right")
-    scores.add_column("mic", justify="left")
+        scores.add_column(name.replace("_", " "), justify="right", no_wrap=True)
+    scores.add_column("mic", justify="left", no_wrap=True, overflow="ellipsis")
     for i, player in enumerate(view.players):
         stats = view.summary.get("players", {}).get(player, {})
         level = float(view.levels_db[i]) if i < len(view.levels_db) else -90.0
@@ -72,13 +78,13 @@ def render(view: TableView) -> Any:
         scores.add_row(player, *(str(stats.get(c, "")) for c in columns), f"{bars:<20} {level:5.0f} dB")
     heard = Table(expand=True, box=None)
     for name in ("time", "who", "heard", "sure"):
-        heard.add_column(name)
-    for h in view.heard:
+        heard.add_column(name, no_wrap=True, overflow="ellipsis")
+    for h in list(view.heard)[len(view.heard) - n_heard:]:
         text = escape(h.text) if h.understood else f"[dim]{escape(h.text) or '…'} (not understood)[/dim]"
         heard.add_row(f"{h.onset_s:7.2f}", h.player, text, f"{h.confidence:.2f}")
     return Group(
         Panel(said, title=view.title),
         Panel(scores, title="scores and microphones"),
         Panel(heard, title="heard"),
-        escape(f"{view.status}  {KEYS}"),
+        Text(f"{view.status}  {KEYS}".strip(), no_wrap=True, overflow="ellipsis"),
     )
