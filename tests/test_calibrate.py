@@ -102,3 +102,33 @@ def test_calibrate_command_saves_the_setup(tmp_path: Path) -> None:
     np.testing.assert_allclose(setup.crosstalk_db, np.where(np.eye(3), 0.0, -20.0), atol=0.5)
     assert table_inputs(setup, PLAYERS, None) == (list(setup.mics), setup)
     assert table_inputs(setup, ["Ann", "Bob"], "0,1") == (parse_mics("0,1", 2), None)
+
+
+def test_each_prompt_is_said_before_it_is_shown_and_a_player_not_heard_is_asked_again(
+        tmp_path: Path) -> None:
+    from voice.audio.files import WavSource
+    from voice.table.narration import Announcer
+    from voice.table.setup import listen_to_turns
+
+    gains = np.full((3, 3), -18.0)
+    np.fill_diagonal(gains, 0.0)
+    heard = names_recording(gains)
+    turn = 3 * RATE
+    silent_turn = 0.002 * np.random.default_rng(5).standard_normal((turn, 3)).astype(np.float32)
+    # Maya says nothing in her first turn: the names come one turn late from her on
+    audio = np.concatenate([heard[: int(1.5 * RATE)], silent_turn, heard[int(1.5 * RATE):],
+                            silent_turn[:RATE]])  # and room for the prompts said meanwhile
+    write_wav(tmp_path / "live.wav", audio, RATE, subtype="FLOAT")
+    events: list[str] = []
+    announcer = Announcer(None, None, echo=lambda line: events.append(f"said: {line}"))
+    levels: list[float] = []
+    frames = (f.samples for f in WavSource(tmp_path / "live.wav", realtime=True))
+    recorded = listen_to_turns(PLAYERS, frames, announcer.say,
+                               lambda line: events.append(f"shown: {line}"), meter=levels.append)
+    announcer.close()
+    maya = ["Maya, say your name now.", "Maya, I did not hear you: say your name again, now."]
+    lines = ["Quiet please: listening to the room.", *maya, "Leo, say your name now.",
+             "Priya, say your name now."]
+    assert events == [f"{how}: {line}" for line in lines for how in ("said", "shown")]
+    assert calibrate(recorded, PLAYERS).channels == (0, 1, 2)
+    assert max(levels) > -30 > min(levels)  # the level shown live rises with each name

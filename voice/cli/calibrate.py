@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import threading
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -78,32 +76,30 @@ def handle_devices(args: argparse.Namespace) -> int:
 
 
 def _live_turns(args: argparse.Namespace, mics: list[MicInput]) -> np.ndarray:
-    """Record the room, then each player's name, prompting aloud between parts."""
-    from voice.audio.frames import PIPELINE_RATE_HZ
+    """Record the room, then each player's name, each prompt spoken before it is shown."""
+    import sys
+
     from voice.audio.live import LiveSource
     from voice.table.narration import start_announcer
+    from voice.table.setup import listen_to_turns
 
-    announcer = start_announcer()
-    frames: Iterator[np.ndarray] = (f.samples for f in LiveSource(mics))
+    announcer = start_announcer(echo=lambda line: None)  # a prompt is shown once it is said
+    tty = sys.stdout.isatty()
 
-    def record(seconds: float) -> np.ndarray:
-        need = int(seconds * PIPELINE_RATE_HZ)
-        got: list[np.ndarray] = []
-        while sum(len(b) for b in got) < need:
-            got.append(next(frames))
-        return np.concatenate(got)[:need]
+    def show(line: str) -> None:
+        print(("\n" if tty else "") + line, flush=True)
 
-    def drain_while(done: threading.Event) -> None:
-        while not done.is_set():
-            next(frames)
+    def meter(level_db: float) -> None:
+        bars = "█" * max(0, int((level_db + 60) / 3))
+        print(f"\r  {bars:<20} {level_db:5.0f} dB", end="", flush=True)
 
-    drain_while(announcer.say("Quiet please: listening to the room."))
-    parts = [record(args.noise)]
-    for player in args.players:
-        drain_while(announcer.say(f"{player}, say your name."))
-        parts.append(record(args.turn))
-    announcer.close()
-    return np.concatenate(parts)
+    try:
+        return listen_to_turns(args.players, (f.samples for f in LiveSource(mics)),
+                               announcer.say, show, args.noise, args.turn, meter if tty else None)
+    finally:
+        announcer.close()
+        if tty:
+            print()
 
 
 def handle_calibrate(args: argparse.Namespace) -> int:

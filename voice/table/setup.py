@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,6 +28,10 @@ NOISE_S = 1.5
 """Seconds of the room's silence calibration listens to first."""
 TURN_S = 3.0
 """Seconds each player has to say their name."""
+HEARD_DB = 10.0
+"""A player's turn is heard when some mic hears it this far above the room's noise."""
+TRIES = 3
+"""How many times calibration asks a player it did not hear."""
 
 
 class SetupError(ValueError):
@@ -102,6 +107,53 @@ class Calibration:
         )
 
 
+def listen_to_turns(
+    players: Sequence[str], frames: Iterator[np.ndarray], say: Callable[[str], threading.Event],
+    show: Callable[[str], None], noise_s: float = NOISE_S, turn_s: float = TURN_S,
+    meter: Callable[[float], None] | None = None,
+) -> np.ndarray:
+    """Record a calibration from live ``frames`` (16 kHz blocks, a column per mic): the room,
+    then each player's name in turn, as :func:`calibrate` reads it.
+
+    Each prompt is spoken (``say``: done once it has been said) before it is shown and the
+    turn begins, so a name said on seeing the prompt is heard; ``meter`` sees the loudest mic's
+    level (dBFS) on every block; a player no mic heard is asked again, up to :data:`TRIES` times.
+    """
+    rate = PIPELINE_RATE_HZ
+
+    def record(seconds: float) -> np.ndarray:
+        need, got, have = int(seconds * rate), [], 0
+        while have < need:
+            block = next(frames)
+            got.append(block)
+            have += len(block)
+            if meter is not None:
+                meter(float(np.max(levels_db(block, 100))))
+        return np.concatenate(got)[:need]
+
+    def prompt(line: str) -> None:
+        done = say(line)
+        while not done.is_set():
+            next(frames)  # what is heard while the app speaks is not the room or a name
+        show(line)
+
+    prompt("Quiet please: listening to the room.")
+    room = record(noise_s)
+    floor = levels_db(room, 50)
+    parts = [room]
+    for player in players:
+        prompt(f"{player}, say your name now.")
+        for _ in range(TRIES - 1):
+            turn = record(turn_s)
+            if float(np.max(levels_db(turn, 98) - floor)) >= HEARD_DB:
+                break
+            prompt(f"{player}, I did not hear you: say your name again, now.")
+        else:
+            turn = record(turn_s)
+        parts.append(turn)
+    return np.concatenate(parts)
+
+
 def calibrate(
     audio: np.ndarray, players: Sequence[str], noise_s: float = NOISE_S, turn_s: float = TURN_S
 ) -> Calibration:
@@ -125,7 +177,7 @@ def calibrate(
     warnings: list[str] = []
     for i, p in enumerate(players):
         own = heard[i, channels[i]]
-        if own - floor[channels[i]] < 10.0:
+        if own - floor[channels[i]] < HEARD_DB:
             raise SetupError(f"no microphone heard {p} (loudest {own - floor[channels[i]]:.0f} dB above noise)")
         if own - floor[channels[i]] < MIN_SNR_DB:
             warnings.append(
