@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pyte
 import pytest
 from rich.console import Console
 
@@ -64,6 +73,31 @@ def test_drive_referees_recorded_frames_and_narrates(tmp_path: Path) -> None:
     assert loop.referee.state.summary()["players"]["Ann"]["guests"] == 1
 
 
+def in_terminal(argv: list[str], columns: int, rows: int) -> tuple[int, Any, bytes]:
+    """Run ``argv`` in a pseudo-terminal of ``columns`` × ``rows``: its exit status, the screen
+    it leaves (a pyte HistoryScreen: what scrolled off is its history) and all it wrote."""
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows)}
+    proc = subprocess.Popen(argv, stdin=child, stdout=child, stderr=child, env=env, close_fds=True)
+    os.close(child)
+    screen = pyte.HistoryScreen(columns, rows, history=1000)
+    stream = pyte.ByteStream(screen)
+    written = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child has closed the terminal
+            break
+        if not chunk:
+            break
+        written += chunk
+        stream.feed(chunk)
+    code = proc.wait(timeout=60)
+    os.close(main)
+    return code, screen, written
+
+
 DRIVEN = """
 import sys
 from pathlib import Path
@@ -96,42 +130,33 @@ announcer.close()
 @pytest.mark.parametrize("columns, rows", [(80, 24), (110, 40)])
 def test_the_live_screen_fits_its_terminal_and_says_each_line_once(
         tmp_path: Path, columns: int, rows: int) -> None:
-    import fcntl
-    import os
-    import pty
-    import struct
-    import subprocess
-    import sys
-    import termios
-
-    import pyte
-
     players = ("Ann", "Bob", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal")  # the tallest table
     calls = [(0, spoken("got it", voice="en-us", amplitude=0.6), int(1.5 * RATE)),
              (0, spoken("rocky road", voice="en-us", amplitude=0.6), int(3.0 * RATE))]
     scene = mix_scene(calls, len(players), noise_snr_db=35.0, seed=2, length=int(4.5 * RATE))
     write_wav(tmp_path / "game.wav", scene.audio, RATE)
-    main, child = pty.openpty()
-    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(rows)}
-    proc = subprocess.Popen([sys.executable, "-c", DRIVEN, str(tmp_path), ",".join(players)],
-                            stdin=child, stdout=child, stderr=child, env=env, close_fds=True)
-    os.close(child)
-    screen = pyte.HistoryScreen(columns, rows, history=1000)
-    stream = pyte.ByteStream(screen)
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:  # the child has closed the terminal
-            break
-        if not chunk:
-            break
-        stream.feed(chunk)
-    assert proc.wait(timeout=60) == 0
-    os.close(main)
+    code, screen, _ = in_terminal([sys.executable, "-c", DRIVEN, str(tmp_path), ",".join(players)],
+                                  columns, rows)
+    assert code == 0
     shown = [line.rstrip() for line in screen.display]
     scrolled = ["".join(c.data for c in row.values()).rstrip() for row in screen.history.top]
     assert not [line for line in scrolled if "╭" in line], scrolled  # no border piled up above
     text = "\n".join(shown)
     assert text.count("Ann first.") == 1 and text.count("Ann takes Rocky.") == 1, text
     assert "scores and microphones" in text and "[q] quit" in text
+
+
+@pytest.mark.slow
+def test_a_replay_in_a_terminal_shows_how_far_it_has_got(tmp_path: Path) -> None:
+    wav = tmp_path / "short.wav"
+    write_wav(wav, 0.002 * np.random.default_rng(0).standard_normal((3 * RATE, 2)), RATE)
+    argv = [sys.executable, "-m", "voice.cli", "replay", str(wav), "--game", "desserts",
+            "--players", "Ann,Bob", "--realtime"]
+    code, screen, written = in_terminal(argv, 80, 24)
+    assert code == 0
+    assert b"0:01 / 0:03 of the recording" in written  # the bar, as the recording goes on
+    left = "\n".join(screen.display)
+    assert "Dealing 5 desserts" in left and "Final scores" in left
+    assert "of the recording" not in left  # and gone once it is done
+    code, _, written = in_terminal([*argv, "--json"], 80, 24)
+    assert code == 0 and b"of the recording" not in written

@@ -75,6 +75,7 @@ class WavSource:
             raise AudioFileError(f"{self.path}: its header promises {promised} samples a channel "
                                  f"but it holds {info.frames}: the file is cut short")
         self.file_rate_hz = int(info.samplerate)
+        self.duration_s = info.frames / info.samplerate
         self.channels = int(info.channels)
         self.rate_hz = rate_hz or self.file_rate_hz
         self.subtype = str(info.subtype)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from engine.core import Event
@@ -43,6 +44,37 @@ def stopped(command: str, referee: Referee, how: str) -> int:
     referee.close()
     print(f"orderup {command}: stopped. {resume_hint(referee.journal, how)}", file=sys.stderr)
     return 130
+
+
+@contextlib.contextmanager
+def progress(output: Output, total_s: float, what: str
+             ) -> Iterator[tuple[Output, Callable[[float], None]]]:
+    """While a recording of ``total_s`` seconds is refereed: where to print (``output``, its
+    lines printed above the bar) and how to say how far it has got (seconds of the recording).
+    The bar — elapsed and total time of the recording, and the time it has taken — shows when
+    the output is text on a terminal; elsewhere there is none."""
+    if output.json or not output.out.isatty():
+        yield output, lambda t_s: None
+        return
+    from rich.console import Console
+    from rich.file_proxy import FileProxy
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(file=output.out)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[at]}"),
+                   TimeElapsedColumn(), console=console, transient=True)
+
+    def at(t_s: float) -> str:
+        return f"{_clock(t_s)} / {_clock(total_s)} of the recording"
+
+    with bar:
+        task = bar.add_task(what, total=total_s, at=at(0.0))
+        yield (replace(output, out=FileProxy(console, output.out)),  # type: ignore[arg-type]
+               lambda t_s: bar.update(task, completed=t_s, at=at(t_s)))
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
 
 
 @dataclass(frozen=True)

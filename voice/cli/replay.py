@@ -17,7 +17,7 @@ from voice.cli.options import (
     add_output_arguments,
     setup_from,
 )
-from voice.cli.output import Output, fail, stopped
+from voice.cli.output import Output, fail, progress, stopped
 from voice.table.games import UnknownGame
 from voice.table.journal import JournalError, Setup
 from voice.table.referee import Referee
@@ -132,9 +132,11 @@ def replay(setup: Setup, wav: str, output: Output, *, journal: str | None = None
                          resume="recording" if resumed else None)
         if not resumed:
             output.emit(referee.state.opening)
-        for frame in frames:
-            show(output, loop.feed(frame))
-        show(output, loop.finish())
+        with progress(output, source.duration_s, Path(wav).name) as (shown, reached):
+            for frame in frames:
+                show(shown, loop.feed(frame))
+                reached(frame.t_s)
+            show(shown, loop.finish())
         referee.close()
     except KeyboardInterrupt:
         return stopped(output.command, referee, f"--recording {wav}")
