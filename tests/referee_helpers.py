@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import textwrap
 from typing import Any
 
-from voice.cli.main import build_parser
+from voice.cli.main import build_parser, main
 from voice.cli.referee import referee_transcript
 from voice.table.transcript import parse_transcript
 
@@ -25,6 +26,17 @@ def referee(game: str, transcript: str, *argv: str) -> tuple[list[dict[str, Any]
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     finals = [line for line in lines if line["type"] == "final"]
     return [line for line in lines if line["type"] != "final"], (finals[0] if finals else {}), code
+
+
+def in_process(*argv: str) -> tuple[int, str, str]:
+    """``orderup ARGV`` in this process: exit status, stdout, stderr (an exception escapes)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

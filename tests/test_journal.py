@@ -318,7 +318,7 @@ def test_undo_takes_back_the_last_call_and_is_journaled(tmp_path: Path) -> None:
 
 
 def test_resuming_with_another_transcript_is_refused(tmp_path: Path) -> None:
-    transcript, journal, _ = refereed(tmp_path, 5)
+    _, journal, _ = refereed(tmp_path, 5)
     other = tmp_path / "other.txt"
     other.write_text("@players Ann, Bob\n0.5 Bob: pass\n", "utf-8")
     before = journal.read_bytes()

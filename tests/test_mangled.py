@@ -3,8 +3,6 @@ line on stderr, never a traceback; and the files a command only reads are unchan
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import shutil
 from collections.abc import Callable
@@ -13,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from referee_helpers import in_process
 
 from voice.audio.files import write_wav
-from voice.cli.main import main
 from voice.table.setup import MicInput, TableSetup
 
 pytestmark = pytest.mark.slow
@@ -67,17 +65,6 @@ def mangled(draw: st.DrawFn, data: bytes) -> bytes:
     return data
 
 
-def run(*argv: str) -> tuple[int, str]:
-    """``orderup ARGV`` in this process: its exit status and stderr (an exception escapes)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, err.getvalue()
-
-
 def settled(code: int, err: str) -> None:
     assert "Traceback" not in err, err
     assert code == 0 or (code == 2 and len(err.strip().splitlines()) == 1), (code, err)
@@ -95,7 +82,7 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """A valid file of every kind the commands read."""
     folder = tmp_path_factory.mktemp("good")
     (folder / "t.txt").write_text(TRANSCRIPT, "utf-8")
-    assert run("referee", "desserts", "--transcript", str(folder / "t.txt"), "--journal",
+    assert in_process("referee", "desserts", "--transcript", str(folder / "t.txt"), "--journal",
                str(folder / "j.jsonl"))[0] == 0
     rng = np.random.default_rng(0)
     write_wav(folder / "w.wav", (0.01 * rng.standard_normal((8000, 2))).astype(np.float32), 16000)
@@ -147,7 +134,8 @@ def test_mangled_inputs_end_in_exit_0_or_one_line(
     given_bytes = data.draw(mangled(good[kind]))
     (folder / name).write_bytes(given_bytes)
     paths = {key: str(path) for key, path in files.items()} | {name: str(folder / name)}
-    settled(*run(*argv(paths)))
+    code, _, err = in_process(*argv(paths))
+    settled(code, err)
     if read_only:
         assert (folder / name).read_bytes() == given_bytes
     shutil.rmtree(folder)

@@ -3,7 +3,6 @@ the journal's options keyed by field, versioned, whatever the flags are called."
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
@@ -14,10 +13,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from referee_helpers import in_process
 
 from voice.audio.files import write_wav
 from voice.cli import options as cli_options
-from voice.cli.main import build_parser, main
+from voice.cli.main import build_parser
 from voice.cli.options import Flag, command_line, game_options
 from voice.cli.referee import referee_transcript
 from voice.table.games import GAMES
@@ -34,17 +34,6 @@ from voice.table.options import (
 from voice.table.transcript import parse_transcript
 
 TRANSCRIPT = "1.0 Ann: got it\n1.5 Bob: pass\n"
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    """``orderup ARGV`` in this process: exit status, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +87,7 @@ values = st.one_of(
 def test_every_number_is_checked_at_the_door(files: dict[str, str], argv: tuple[str, ...], flag: str,
                                              accepted_exits_0: bool, value: str) -> None:
     args = [a.format(game="desserts", **files) for a in argv]
-    code, _, err = run(*args, f"{flag}={value}")
+    code, _, err = in_process(*args, f"{flag}={value}")
     refused = f"argument {flag}:" in err
     if refused or code != 0:
         assert code in (1, 2) and len(err.strip().splitlines()) == 1, err
@@ -125,13 +114,13 @@ def test_empty_and_duplicate_players_are_refused(files: dict[str, str], command:
     argv = {"referee": ["referee", "desserts", "--transcript", files["t"]],
             "calibrate": ["calibrate", "--from-wav", files["none"]],
             "listen": ["listen", files["none"]]}[command]
-    code, _, err = run(*argv, "--players", players)
+    code, _, err = in_process(*argv, "--players", players)
     assert code == 2 and err.startswith(f"orderup {command}: argument --players:"), err
     assert len(err.strip().splitlines()) == 1
 
 
 def test_a_flag_of_another_game_is_refused(files: dict[str, str]) -> None:
-    code, _, err = run("referee", "desserts", "--players", "Ann,Bob", "--transcript", files["t"],
+    code, _, err = in_process("referee", "desserts", "--players", "Ann,Bob", "--transcript", files["t"],
                        "--kitchen", "4")
     assert code == 2 and err == "orderup referee: argument --kitchen: not an option of Just Desserts\n"
 
@@ -248,5 +237,5 @@ def test_journal_options_that_cannot_be_read_back_are_one_line(
     path.write_text("\n".join([framed({**head, "options": options}), *rest]) + "\n", "utf-8")
     with pytest.raises(JournalError, match=message):
         read_journal(str(path))
-    code, _, err = run("resume", str(path))
+    code, _, err = in_process("resume", str(path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
