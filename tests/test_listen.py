@@ -121,5 +121,5 @@ def test_models_lists_the_bundled_sphinx_model() -> None:
 def test_models_fetch_fails_fast_with_one_line(tmp_path: Path) -> None:
     done = orderup("models", "fetch", "vosk-en-small", "--url", "http://127.0.0.1:9/x.zip",
                    "--dest", str(tmp_path))
-    assert_one_line_error(done, 1, "vosk-en-small", "127.0.0.1:9", "cannot download")
+    assert_one_line_error(done, 2, "vosk-en-small", "127.0.0.1:9", "cannot download")
     assert list(tmp_path.iterdir()) == []
