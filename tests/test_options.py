@@ -82,7 +82,8 @@ values = st.one_of(
 
 @pytest.mark.parametrize("argv, flag, accepted_exits_0", COMMANDS,
                          ids=[f"{c[0][0]} {c[1]}" for c in COMMANDS])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=values)
 def test_every_number_is_checked_at_the_door(files: dict[str, str], argv: tuple[str, ...], flag: str,
                                              accepted_exits_0: bool, value: str) -> None:

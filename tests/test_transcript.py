@@ -208,3 +208,15 @@ def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None
     run = run_cli("referee", "desserts", "--transcript", str(path), "--json")
     assert run.returncode == 0, run.stderr
     assert set(json.loads(run.stdout.splitlines()[-1])["players"]) == {"Ann", "Bob"}
+
+
+def test_a_control_character_quoted_back_does_not_break_the_error_line(tmp_path: Path) -> None:
+    stack = tmp_path / "stack.txt"
+    stack.write_bytes(b"g\x0bests: Rocky\n")  # a vertical tab, which splitlines() breaks at
+    game = tmp_path / "t.txt"
+    game.write_text("1.0 A: pass\n", "utf-8")
+    run = run_cli("referee", "desserts", "--players", "A,B", "--stack", str(stack),
+                  "--transcript", str(game))
+    assert run.returncode == 2
+    line = "orderup referee: Just Desserts has no deck g\\x0bests; stackable: guests"
+    assert run.stderr.splitlines() == [line]

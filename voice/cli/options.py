@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, NoReturn
 
+from voice.cli.output import one_line
 from voice.table.games import GAMES, GameBinding, lookup
 from voice.table.journal import Setup
 from voice.table.options import (
@@ -40,7 +41,7 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr (``orderup CMD: ...``), exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: {message}", file=sys.stderr)
+        print(f"{self.prog}: {one_line(message)}", file=sys.stderr)
         sys.exit(2)
 
 

@@ -21,9 +21,15 @@ from voice.table.transcript import Transcript, TranscriptError, Utterance
 
 
 def fail(command: str, message: str) -> int:
-    """Say what is wrong in one line, ``orderup COMMAND: ...``; the exit status 2."""
-    print(f"orderup {command}: {message}", file=sys.stderr)
+    """Say what is wrong in one line, ``orderup COMMAND: ...``; the exit status 2. Control
+    characters (a file's own, quoted back) are shown escaped, so they cannot break the line."""
+    print(f"orderup {command}: {one_line(message)}", file=sys.stderr)
     return 2
+
+
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable escaped (``\\x0b``, ``\\n``)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def resume_hint(journal: Journal | None, how: str) -> str:
