@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         source = WavSource(args.wav)
         if len(players) > source.channels:
             raise ConfigError(f"{args.wav} has {source.channels} channels for "
-                                 f"{len(players)} players")
+                              f"{len(players)} players")
         names = players + [f"mic {m}" for m in range(len(players), source.channels)]
         grammar = (
             load_phrases(args.phrases, players) if args.phrases

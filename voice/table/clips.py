@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,10 @@ class ClipStore:
         self.folder = folder
         self.limit_bytes = limit_mb * 1e6
         existing = sorted(folder.glob("*.flac")) if folder.is_dir() else []
-        self._files = [(p.name, p.stat().st_size) for p in existing]
+        self._files = deque((p.name, p.stat().st_size) for p in existing)  # oldest first
+        self.size_bytes = sum(size for _, size in self._files)
         self._next = 1 + max((int(p.stem) for p in existing if p.stem.isdigit()), default=0)
         self.failing = False
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(size for _, size in self._files)
 
     def save(self, clip: Clip) -> dict[str, Any] | None:
         """Write one clip; returns the journal's reference to it, or None when it cannot be
@@ -93,8 +91,10 @@ class ClipStore:
         self.failing = False
         self._next += 1
         self._files.append((name, size))
+        self.size_bytes += size
         while self.size_bytes > self.limit_bytes and len(self._files) > 1:
-            oldest, _ = self._files.pop(0)
+            oldest, dropped = self._files.popleft()
+            self.size_bytes -= dropped
             (self.folder / oldest).unlink(missing_ok=True)
         return {"file": name, "start_s": round(clip.start_s, 4)}
 
