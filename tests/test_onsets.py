@@ -162,6 +162,27 @@ def test_two_callers_on_their_own_mics_are_both_heard(gap_ms: float, seed: int) 
     assert abs(second) <= 20.0
 
 
+@pytest.mark.parametrize("silent_s", [(2.0, 2.0, 2.0, 2.0), (0.0, 1.0, 3.0, 0.5)])
+def test_digital_silence_before_the_room_is_not_its_floor(silent_s: tuple[float, ...]) -> None:
+    """Mics that deliver exact zeros before their first sound (an audio server's source before
+    anything plays into it, a mic unmuted late): each mic's background is learned from its
+    room, and two callers are heard as in a room that was there from the start. A floor
+    learned from the zeros was never raised again: every sound after was one endless
+    utterance on each mic."""
+    scene = _pair(30, 5)
+    lead = round(max(silent_s) * PIPELINE_RATE_HZ)
+    room = scene.audio[: 6000]  # before anyone calls
+    audio = np.vstack([np.resize(room, (lead, 4)), scene.audio])
+    for mic, s in enumerate(silent_s):
+        audio[: round(s * PIPELINE_RATE_HZ), mic] = 0.0
+    events, _ = detect(audio)
+    assert sorted(s.mic for s in starts(events)) == [0, 2]
+    shifted = [s.onset_sample - lead for s in starts(events)]
+    truth = sorted(t.onset_sample for t in scene.truth)
+    assert np.max(np.abs(np.array(sorted(shifted)) - truth)) <= 20 * MS
+    assert all(seg.end_sample - seg.onset_sample < PIPELINE_RATE_HZ for seg in segments(events))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_second_caller_starting_20ms_into_a_shout(seed: int) -> None:
     """Player B starts 20 ms after A, while A's bleed is already on B's mic."""

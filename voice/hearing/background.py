@@ -12,6 +12,10 @@
   the floor (:class:`ResidualEcho`): its whitened power, held at peaks and decaying at
   `echo_decay_db_per_s` like a room's tail, so the app's own voice is not an onset.
 
+A mic carrying no signal at all (digital silence: a muted input, or a stream that has not
+started delivering sound) is not a quiet room: nothing is learned from it, and its model
+starts afresh from its first sound (:data:`SILENT_POWER`).
+
 Which hops are background is the detector's call (idle, no bleed being removed, not much
 above the floor); this module learns from those it is given. Known limit: background that is
 loud against the calls (babble or clatter 5-10 dB under them) still triggers onsets and can
@@ -29,6 +33,12 @@ from voice.hearing.history import History
 
 if TYPE_CHECKING:
     from voice.hearing.onsets import OnsetConfig
+
+
+SILENT_POWER = 1e-10
+"""Band power per sample below this (-100 dBFS) is no signal at all. A floor learned from it
+would sit so far below any real room that nothing after it could ever be quiet enough to
+correct it (the floor rises only from quiet hops)."""
 
 
 class Highpass:
@@ -73,6 +83,8 @@ class Background:
         self._recent_at = 0
         self._level = np.zeros(channels)
         self._learned = np.zeros(channels, np.int64)  # quiet hops learned from
+        self.heard = np.zeros(channels, bool)  # mics that have carried any signal yet
+        self._present = np.zeros(channels, bool)  # mics with a signal in this hop
 
     def whiten(self, x: np.ndarray, lpc: np.ndarray) -> np.ndarray:
         """Filter columns of x (order + n rows) by their predictors lpc (cols, order+1)."""
@@ -84,17 +96,26 @@ class Background:
         the background has recently been, whichever is higher."""
         return np.maximum(self.floor, self._level)
 
-    def begin(self, band: np.ndarray) -> None:
-        """Start the model of every mic not yet learned (the very first hop, or the first after
-        :meth:`forget`) from `band`, that hop's band signal with the filter's history."""
+    def begin(self, band: np.ndarray) -> np.ndarray:
+        """Start the model of every mic not yet learned (the very first hop, the first after
+        :meth:`forget`, or its first sound after nothing but digital silence) from `band`,
+        that hop's band signal with the filter's history. Returns the mics whose first sound
+        this hop is."""
+        self._present = np.mean(band[self.order :] ** 2, axis=0) > SILENT_POWER
+        sounding = self._present & ~self.heard
+        for ch in np.flatnonzero(sounding):
+            self.forget(int(ch))
+        self.heard |= self._present
         first = np.isnan(self.floor)
         if first.any():
             self.learn(band, first, first)
+        return sounding
 
     def listen(self, resid: np.ndarray, power: np.ndarray, usable: np.ndarray) -> np.ndarray:
         """Take in one hop: `resid` its band signal with the filter's history, `power` its
         whitened power per mic, `usable` the mics whose hop may be background. Returns the mics
-        learned from: usable and not much above the floor."""
+        learned from: usable, carrying a signal and not much above the floor."""
+        usable = usable & self._present
         self._track_level(np.where(usable, power, np.nan))
         quiet = usable & (power < 4 * self.noise_floor())
         if quiet.any():

@@ -78,10 +78,6 @@ class ChangePoints:
             for ch in np.flatnonzero(idle & (alarm_at >= 0))
         ]
 
-    def hold(self, at: int) -> None:
-        """Look for no onset before sample `at` on any mic (while the background is learned)."""
-        self.excursion[:] = at
-
     def reset(self, ch: int, at: int) -> None:
         """Start mic `ch`'s test afresh at sample `at`."""
         self._c[ch] = 0.0

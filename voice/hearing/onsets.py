@@ -238,6 +238,7 @@ class OnsetDetector:
         self._confirm = ms_samples(cfg.confirm_ms)
         self._max_segment = ms_samples(cfg.max_segment_ms)
         self._warmup = ms_samples(cfg.warmup_ms)
+        self._listen_from = np.full(channels, self._warmup)  # per mic: the end of its warm-up
         self._active = 10 ** (cfg.active_db / 10)
         self._highpass = Highpass(channels, cfg.highpass_hz)
         self._raw = History(channels)
@@ -328,15 +329,17 @@ class OnsetDetector:
         talking = np.array([st is not _State.IDLE for st in self._state])
         speaking = [st is _State.SPEECH for st in self._state]
         own, own_now, band_power = self._coupling.own(self._band, e, talking, speaking)
-        self._background.begin(self._band.get(s - self._background.order, e))
+        sounding = self._background.begin(self._band.get(s - self._background.order, e))
+        self._listen_from[sounding] = s + self._warmup  # its first sound: warm up from there
         sig = self._bleed.residual(s, e, everyone)
         power = np.mean(sig.white * sig.white, axis=0)
         noise = np.mean(sig.noise, axis=0)
         idle = np.array([st is _State.IDLE for st in self._state])
-        if e <= self._warmup:  # learn the background before listening for speech
-            self._changes.hold(e)
-        elif idle.any():
-            for ch, onset in self._changes.scan(self._llr(sig), s, idle):
+        warming = e <= self._listen_from  # learn the background before listening for speech
+        for mic in np.flatnonzero(warming):
+            self._changes.reset(int(mic), e)
+        if (idle & ~warming).any():
+            for ch, onset in self._changes.scan(self._llr(sig), s, idle & ~warming):
                 self._start_pending(ch, onset, events)
         # learn the background only from hops that are plainly background: idle, no bleed
         # being subtracted, not much above the floor
