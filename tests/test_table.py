@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from referee_helpers import in_process
 
 from engine.core import Event
 from scripts.scenes import mix_scene, spoken
@@ -314,3 +315,26 @@ def test_a_sigkilled_replay_goes_on_with_resume_recording(tmp_path: Path) -> Non
     final = json.loads(done.stdout.splitlines()[-1])
     assert final == json.loads(whole.stdout.splitlines()[-1])
     assert len(restore(str(journal))[2].heard) == 3
+
+
+@pytest.mark.slow
+def test_an_unfinished_phrase_does_not_wait_for_a_copy_heard_on_its_mic(tmp_path: Path) -> None:
+    """A live take through the audio server (tests/fixtures/live/take.flac: Maya's, Leo's and
+    Priya's mics, then what the app played). Leo's "got it", just after Maya's, is heard as
+    nothing and may be the start of a phrase; the next sound on his mic is Maya's voice heard
+    there, not its rest. The phrase used to wait for that sound and that sound for the phrase,
+    and the table heard nothing more: Maya's serve was lost."""
+    import soundfile as sf
+
+    take, rate = sf.read(str(Path(__file__).parent / "fixtures" / "live" / "take.flac"),
+                         dtype="float32")
+    wav = tmp_path / "take.wav"
+    write_wav(wav, take[:, :3], rate)
+    write_wav(tmp_path / "take.app.wav", take[:, 3:], rate)
+    stack = tmp_path / "stack.txt"
+    stack.write_text("guests: Rocky\n")
+    code, out, err = in_process(
+        "replay", str(wav), "--game", "desserts", "--players", "Maya,Leo,Priya", "--seed", "11",
+        "--stack", str(stack), "--journal", str(tmp_path / "game.jsonl"))
+    assert code == 0, err
+    assert "Maya first." in out and "Maya takes Rocky." in out, out

@@ -369,13 +369,14 @@ class Pipeline:
 
     def _give_up_joining(self, now_s: float) -> None:
         """Give up waiting for the rest of a phrase after ``join_gap_s`` with nothing new begun
-        on its mic."""
+        on its mic that may continue it (a sound heard there as another player's, already
+        settled, does not: the phrase would wait for it, and it for the phrase, for ever)."""
         for key, ended in list(self._ended.items()):
             if ended.partial is None:
                 continue
             seg = ended.segment
             continuing = any(m == seg.mic and onset > seg.onset_s
-                             for onset, m in self.arbiter.unreleased())
+                             for onset, m in self.arbiter.unresolved())
             if now_s > seg.end_s + self.join_gap_s and not continuing:
                 del self._ended[key]
                 self._heard(ended, ended, seg.samples, ended.partial.hypothesis,
