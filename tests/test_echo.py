@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.signal import butter, fftconvolve, sosfilt
 
 from scripts.scenes import ESPEAK, mix_scene, spoken
+from voice.audio.files import read_wav
 from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
 from voice.hearing.echo import Cancelled, EchoCanceller, EchoConfig
 from voice.hearing.onsets import OnsetDetector, SpeechEnd, SpeechStart
@@ -228,3 +231,20 @@ def test_a_player_calling_as_the_app_starts_a_line_is_heard(seed: int) -> None:
     heard = players_heard(mics, reference)
     truth = scene.truth[0].onset_sample
     assert [onset for mic, onset in heard if mic == 0 and abs(onset - truth) <= 20 * MS]
+
+
+
+def test_a_speaker_the_mics_do_not_hear_puts_nothing_into_them() -> None:
+    """A live take through a virtual audio server (tests/fixtures/live/): the app played into
+    a sink its mics do not hear, like a speaker turned right down, while players called over
+    it. The canceller must leave the mics as they are: a filter learned from a player's voice
+    used to give the app's next line back into the mic, up to 22 dB louder than what the mic
+    heard, and that was heard as the player's call. No quarter second comes out louder."""
+    take = read_wav(str(Path(__file__).parent / "fixtures" / "live" / "take.flac"))
+    mics, reference = take[:, :3], take[:, 3]
+    out, _ = cancel(mics, reference)
+    window = PIPELINE_RATE_HZ // 4
+    n = mics.shape[0] // window * window
+    heard, given = ((a[:n].reshape(-1, window, 3).astype(np.float64) ** 2).mean(axis=1)
+                    for a in (mics, out))
+    assert 10 * np.log10(given / heard).max() < 0.5

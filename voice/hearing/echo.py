@@ -18,6 +18,11 @@ is expected to miss (plus the background noise) — near-end speech, as the vari
 Speex's MDF does: a player talking over the app would otherwise be learned as echo, the
 filters would chase their voice, and the app's echo would come back around their call.
 
+Cancelling only ever takes sound away (:data:`ADDS_MARGIN`). Where the app's sound does not
+reach a mic (a speaker turned right down, headphones), there is no path to learn, and a
+filter fitted to a player talking over the app would subtract the app's next line *into* the
+mic: a block it would make louder is left as it was, and such a filter is forgotten.
+
 Each processed block also yields the echo estimate that was removed and, per mic, how much of
 it the canceller is expected to miss (`leak`, the inverse of its measured echo return loss
 enhancement, with a margin, bounded). It is measured in blocks where the echo estimate is
@@ -46,6 +51,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
+
+ADDS_TIME_S, ADDS_MARGIN = 0.25, 1.25
+"""Cancelling may only take sound away: a block it would make louder than ADDS_MARGIN times
+what the mic heard is left as it was, and a foreground filter whose output has been that much
+louder over the last ADDS_TIME_S is forgotten (see :meth:`EchoCanceller._block_step`)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,9 @@ class EchoCanceller:
         self._gain = np.zeros(channels)  # smoothed foreground error minus background's
         self._spread = np.zeros(channels)  # smoothed error power x filter output difference
         self._echo_power = np.zeros(channels)  # smoothed power of the echo estimate
+        self._check_alpha = min(1.0, b / (ADDS_TIME_S * self.rate_hz))
+        self._out_power = np.zeros(channels)  # smoothed power of the output, and of the input
+        self._in_power = np.zeros(channels)
         self._missed = np.ones(channels)  # smoothed share of it the foreground leaves
         self._leak_rise = 10 ** (cfg.leak_rise_db_per_s * b / self.rate_hz / 10)
         self._noise_power = np.zeros(channels)  # the mics' background, while the app is quiet
@@ -269,6 +282,21 @@ class EchoCanceller:
         y_fg = np.fft.irfft(np.einsum("mpk,pk->mk", self._fg, self._x_spec), 2 * b)[:, b:]
         y_bg = np.fft.irfft(np.einsum("mpk,pk->mk", self._bg, self._x_spec), 2 * b)[:, b:]
         e_fg, e_bg = mics - y_fg, mics - y_bg
+        # a foreground that makes a mic louder is not the app's echo path (learned while a
+        # player talked over the app, with the app's sound not reaching that mic: a speaker
+        # turned down): subtracting it would put the app's voice into the mic. Forget it.
+        c, out_power = self._check_alpha, np.mean(e_fg**2, axis=1)
+        in_power = np.mean(mics**2, axis=1)
+        self._out_power += c * (out_power - self._out_power)
+        self._in_power += c * (in_power - self._in_power)
+        adds = self._out_power > ADDS_MARGIN * self._in_power
+        if adds.any():
+            self._out_power[adds] = self._in_power[adds]
+            self._fg[adds] = 0.0
+            self._bg[adds] = 0.0
+            self._gain[adds] = self._spread[adds] = 0.0
+        louder = adds | (out_power > ADDS_MARGIN * in_power)  # this block: left as it was
+        y_fg[louder], e_fg[louder] = 0.0, mics[louder]
         ref_power = float(ref @ ref) / b
         a = self._alpha
         active = ref_power > self._active_power
