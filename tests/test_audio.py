@@ -367,3 +367,34 @@ def test_listen_refuses_more_players_than_channels(tmp_path: Path,
     assert main(["listen", str(tmp_path / "two.wav"), "--players", "Ann,Bob,Cat"]) == 2
     assert capsys.readouterr().err == (f"orderup listen: {tmp_path / 'two.wav'} has 2 channels "
                                        "for 3 players\n")
+
+
+def test_a_consumer_busy_for_seconds_loses_no_sound_and_one_too_slow_is_told() -> None:
+    """The table decodes each call between frames, so it falls behind the mics for a moment at
+    every call: three seconds of blocks arrive before the first is read, and all come through.
+    A queue too short for the wait drops the oldest blocks and says how much sound was lost
+    (it used to hold one second, and dropped sound without a word)."""
+    blocks = [np.full((320, 1), i, np.float32) for i in range(150)]  # 3 s
+
+    class Burst(_FakeStream):
+        def start(self) -> None:  # every block delivered before the consumer reads one
+            for b in self.blocks:
+                self.kw["callback"](b, b.shape[0], None, None)
+            self.kw["finished_callback"]()
+
+    def factory(**kw: Any) -> Burst:
+        return Burst(blocks, None, **kw)
+
+    src = LiveSource([MicInput("usb", 0)], stream_factory=factory)
+    audio = np.concatenate([f.samples for f in src])
+    np.testing.assert_array_equal(audio[::320, 0], np.arange(150))
+    assert src.dropped == 0
+
+    status: list[DeviceStatus] = []
+    short = LiveSource([MicInput("usb", 0)], stream_factory=factory, queue_s=1.0,
+                       on_status=status.append)
+    audio = np.concatenate([f.samples for f in short])
+    np.testing.assert_array_equal(audio[::320, 0], np.arange(101, 150))  # the newest second
+    assert short.dropped == 101
+    assert [s.kind for s in status] == ["behind", "lost"]  # lost: the stream's end
+    assert "fell behind: 2.02 s of sound lost" in status[0].message

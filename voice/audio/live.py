@@ -62,7 +62,7 @@ class DeviceStatus:
     """A problem a live source reports without stopping: overflow, a lost device."""
 
     device: int
-    kind: str  # "overflow" | "lost"
+    kind: str  # "overflow" | "lost" | "behind"
     message: str
 
 
@@ -153,6 +153,8 @@ class LiveSource:
     `mics` lists each player's :class:`MicInput`; devices are opened at `rate_hz` directly
     (PortAudio resamples if needed). Overflows are counted in `overflows`, frames a slow
     consumer missed in `dropped`; problems go to `on_status` (default: a logged warning).
+    Up to `queue_s` of sound waits for the consumer: the table decodes calls between frames,
+    so it falls behind for a moment at each call and catches up after.
     `stream_factory(device, channels, rate_hz, blocksize, callback, finished_callback)`
     opens a stream; tests inject a fake one.
     """
@@ -163,7 +165,7 @@ class LiveSource:
         block_ms: float = 20.0,
         rate_hz: int = PIPELINE_RATE_HZ,
         fits: Sequence[ClockFit] | None = None,
-        queue_blocks: int = 50,
+        queue_s: float = 30.0,
         stream_factory: Callable[..., Any] | None = None,
         on_status: Callable[[DeviceStatus], None] | None = None,
     ) -> None:
@@ -185,7 +187,7 @@ class LiveSource:
         )
         self.overflows = 0
         self._status = on_status or _log_status
-        self._queue = DropQueue(queue_blocks * len(self.devices))
+        self._queue = DropQueue(max(1, round(queue_s * 1000 / block_ms)) * len(self.devices))
         self._merger = DeviceMerger(
             [len(c) for c in self._device_cols], fits, on_status=self._status
         )
@@ -238,12 +240,18 @@ class LiveSource:
     def __iter__(self) -> Iterator[AudioFrame]:
         self.open()
         start = 0
+        reported = 0  # blocks dropped and already reported
         try:
             while len(self._merger.lost) < len(self.devices):
                 try:
                     device, block = self._queue.get(timeout_s=1.0)
                 except queue.Empty:
                     continue
+                if self._queue.dropped > reported:
+                    lost_s = (self._queue.dropped - reported) * self.block / self.rate_hz
+                    reported = self._queue.dropped
+                    self._status(DeviceStatus(device, "behind", f"fell behind: {lost_s:.2f} s "
+                                              "of sound lost (the computer is too busy)"))
                 if block is None:
                     self._merger.mark_lost(device, "stream stopped")
                 else:
