@@ -175,7 +175,7 @@ def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses
     from voice.table.pipeline import Heard
     from voice.table.screen import TableView, render
 
-    view = TableView(title, loop.players)
+    view = TableView(title, loop.players, clock=loop.game_time)
     live = (Live(render(view), refresh_per_second=8, transient=False, vertical_overflow="crop")
             if sys.stdout.isatty() else None)
     disputed: int | None = None  # the close call just heard again, which a "u" answers
@@ -205,9 +205,17 @@ def drive(loop: Any, frames: Iterable[Any], announcer: Any, keys: Keys, statuses
             else:
                 for item in items:
                     print(render_text(item) if isinstance(item, Event) else
-                          f"{item.onset_s:8.2f}  heard {item.player}: {item.text!r}", flush=True)
+                          f"{heard_at(loop, item):>8}  heard {item.player}: {item.text!r}",
+                          flush=True)
             if loop.referee.state.finished:
                 break
+
+
+def heard_at(loop: Any, heard: Any) -> str:
+    """When a call was heard, on the game's clock (a resumed game's goes on from the
+    journal's)."""
+    t_s = loop.game_time(heard.onset_s)
+    return "paused" if t_s is None else f"{t_s:.2f}"
 
 
 def replay_close_call(loop: Any, announcer: Any, narration: list[str]) -> int | None:

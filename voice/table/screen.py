@@ -8,7 +8,7 @@ same information is printed as plain lines, one per event.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,9 @@ class TableView:
     levels_db: np.ndarray = field(default_factory=lambda: np.full(0, -90.0))
     summary: dict[str, Any] = field(default_factory=dict)
     status: str = ""
+    clock: Callable[[float], float | None] = field(default=lambda t_s: t_s)
+    """A call's onset (audio time) on the game's clock: None inside a pause (see
+    :meth:`voice.table.loop.TableLoop.game_time`)."""
 
     def take(self, items: Sequence[Heard | Event]) -> None:
         self.heard.extend(item for item in items if isinstance(item, Heard))
@@ -81,7 +84,9 @@ def render(view: TableView, height: int = MIN_HEIGHT) -> Any:
         heard.add_column(name, no_wrap=True, overflow="ellipsis")
     for h in list(view.heard)[len(view.heard) - n_heard:]:
         text = escape(h.text) if h.understood else f"[dim]{escape(h.text) or '…'} (not understood)[/dim]"
-        heard.add_row(f"{h.onset_s:7.2f}", h.player, text, f"{h.confidence:.2f}")
+        t_s = view.clock(h.onset_s)
+        heard.add_row("paused" if t_s is None else f"{t_s:7.2f}", h.player, text,
+                      f"{h.confidence:.2f}")
     return Group(
         Panel(said, title=view.title),
         Panel(scores, title="scores and microphones"),
