@@ -4,10 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.orderup-installed
 
-.PHONY: demo test check bench lint system clean
+.PHONY: demo test check bench lint system system-test clean
 
 system:
 	@scripts/system_deps.sh
+
+system-test:
+	@scripts/system_deps.sh test
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -20,7 +23,7 @@ $(STAMP): pyproject.toml
 demo: system $(STAMP)
 	@$(VENV)/bin/orderup demo
 
-test: system $(STAMP)
+test: system-test $(STAMP)
 	@$(PY) -m pytest
 
 check: system $(STAMP)

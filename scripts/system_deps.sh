@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Makes sure the Debian packages orderup needs are present: installs them when
-# running as root, otherwise names the exact command to run.
+# running as root, otherwise names the exact command to run. With "test", also
+# those the tests need: an audio server with virtual devices for the live table
+# (PulseAudio, its command-line tools, and ALSA's plugin that reaches it).
 set -euo pipefail
 needed=(espeak-ng flite libportaudio2)
+if [ "${1:-}" = test ]; then
+  needed+=(pulseaudio pulseaudio-utils libasound2-plugins)
+fi
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
