@@ -8,10 +8,14 @@ from engine.core import ConfigError
 
 
 def check_names(names: Sequence[str]) -> tuple[str, ...]:
-    """Validate a list of names: each non-empty, no two the same (case-insensitive)."""
+    """Validate a list of names: each non-empty, printable and without a colon (a transcript
+    line is ``ONSET NAME: WORDS``), no two the same (case-insensitive)."""
     players = tuple(n.strip() for n in names)
     if any(not p for p in players):
         raise ConfigError(f"empty player name in {list(names)!r}")
+    for p in players:
+        if not p.isprintable() or ":" in p:
+            raise ConfigError(f"player name {p!r} holds a colon or a control character")
     folded = [p.casefold() for p in players]
     dupes = sorted({p for p in players if folded.count(p.casefold()) > 1})
     if dupes:

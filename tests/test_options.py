@@ -108,9 +108,10 @@ def _not_finite(text: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("players", ["Ann,,Cat", "Ann,Bob,", "Ann,Bob,ann", "Ann,Ann"])
+@pytest.mark.parametrize("players", ["Ann,,Cat", "Ann,Bob,", "Ann,Bob,ann", "Ann,Ann",
+                                     "Ann,B\x0bob", "Ann,Bo:b", "Ann,B\nob"])
 @pytest.mark.parametrize("command", ["referee", "calibrate", "listen"])
-def test_empty_and_duplicate_players_are_refused(files: dict[str, str], command: str,
+def test_empty_duplicate_and_unprintable_players_are_refused(files: dict[str, str], command: str,
                                                  players: str) -> None:
     argv = {"referee": ["referee", "desserts", "--transcript", files["t"]],
             "calibrate": ["calibrate", "--from-wav", files["none"]],
