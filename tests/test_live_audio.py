@@ -91,10 +91,26 @@ def players_only(start_s: float, end_s: float, path: Path) -> None:
     sf.write(path, mics[int(start_s * rate): int(end_s * rate)], rate)
 
 
+SPAWNED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def no_game_left_running() -> Iterator[None]:
+    """A test that fails half-way leaves no orderup behind."""
+    yield
+    for game in SPAWNED:
+        if game.poll() is None:
+            game.kill()
+            game.communicate(timeout=30)
+    SPAWNED.clear()
+
+
 def orderup(env: dict[str, str], *argv: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "voice.cli", *argv], env=env,
+    game = subprocess.Popen([sys.executable, "-m", "voice.cli", *argv], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    SPAWNED.append(game)
+    return game
 
 
 def listening(env: dict[str, str], game: subprocess.Popen[str]) -> None:
