@@ -24,6 +24,10 @@ def test_create_expand_size_and_repr() -> None:
         "i serve bob the tea", "bell"])
     assert g.words == {"i", "serve", "the", "ann", "bob", "onion", "soup", "tea", "bell"}
     assert eval(repr(g), {"Grammar": Grammar}) == g
+    # the longest phrase, in words and in letters, without expanding the grammar
+    assert g.longest(len) == max(len(p.split()) for p in g.expand()) == 6
+    letters = g.longest(lambda ws: sum(map(len, ws)))
+    assert letters == max(len(p.replace(" ", "")) for p in g.expand()) == 21
 
 
 def test_match_is_exact_or_costed() -> None:

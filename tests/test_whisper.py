@@ -18,11 +18,13 @@ from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.recognition.models import locate
 from voice.recognition.nearest import text_words
 from voice.recognition.whisper import (
+    MAX_NEW_SLACK,
     PINNED_SHA256,
     PROMPT_TOKENS,
     ModelIntegrityError,
     WhisperRecognizer,
     collapse_repeats,
+    cut_loop,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real_speech"
@@ -143,3 +145,19 @@ def test_text_is_read_as_the_grammar_s_words() -> None:
     assert text_words("Ice-cream & 21st") == ["ice", "cream", "and", "twenty", "one"]
     assert collapse_repeats(["stop", "stop"]) == ["stop"]
     assert collapse_repeats(["give", "two", "give", "two", "to", "bob"]) == ["give", "two", "to", "bob"]
+    # Whisper looping on a call, cut short by its token limit
+    assert cut_loop("rocky road rocky road rocky".split()) == ["rocky", "road"]
+    assert cut_loop("ice cream sandwich ice cream sandwich ice".split()) == "ice cream sandwich".split()
+    assert cut_loop("give two to bob".split()) == "give two to bob".split()
+    assert cut_loop(["stop"]) == ["stop"]
+
+
+def test_whisper_writes_no_more_than_the_longest_phrase() -> None:
+    """Decoding stops a few tokens past the grammar's longest phrase, however long Whisper
+    would loop on a call or on noise (a loop is what made a call cost seconds)."""
+    rec, grammar = whisper(), poutine()
+    bound = grammar.longest(lambda ws: len(rec._model.encode(" " + " ".join(ws))) + len(ws))
+    noise = np.random.default_rng(1).normal(0, 0.05, 48_000).astype(np.float32)
+    for heard in rec.hear_many([speak("bell bell bell bell bell bell bell bell"), noise,
+                                clip("stop_1.wav")], grammar):
+        assert len(rec._model.encode(heard.text)) <= bound + MAX_NEW_SLACK, heard.text

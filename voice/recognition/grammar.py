@@ -15,7 +15,7 @@ matching a recogniser checks its text with are one value's parts, built and read
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from itertools import product
@@ -142,6 +142,12 @@ class Grammar:
                 n *= len(self._slots[name]) if name else 1
             total += n
         return total
+
+    def longest(self, cost: Callable[[tuple[str, ...]], int]) -> int:
+        """The most any phrase adds up to, counting `cost` of each literal word and of the
+        costliest alternative of each slot (a bound, found without expanding the grammar)."""
+        return max(sum(max(map(cost, self._slots[n])) if (n := _slot_name(t)) else cost((t,))
+                       for t in template) for template in self.templates)
 
     def expand(self) -> Iterator[str]:
         """Every allowed phrase as text (may be large: check :attr:`size` first)."""

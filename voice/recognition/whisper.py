@@ -59,6 +59,9 @@ so (``verify=False``)."""
 
 PROMPT_TOKENS = 223
 """The longest prompt Whisper takes (half its 448-token context, less one), in tokens."""
+MAX_NEW_SLACK = 4
+"""Tokens Whisper may write past the grammar's longest phrase. Decoding stops there: a call
+it loops on ("rocky road, rocky road, ...") costs no more than the longest call."""
 _FRAMES_30S = 3000
 _HOP = 160
 
@@ -131,7 +134,8 @@ class WhisperTuning:
     no_repeat_ngram_size: int = 0
     collapse_repeats: bool = True
     """Also match the text with a word run said again right after itself said once
-    ("stop, stop" → stop), where that comes nearer."""
+    ("stop, stop" → stop), and cut where its opening comes again (:func:`cut_loop`), where
+    that comes nearer."""
 
 
 # --- prompt --------------------------------------------------------------------------------
@@ -288,10 +292,10 @@ class WhisperRecognizer:
         text = self.prompt(grammar)
         matcher = PhraseMatcher(grammar, self._lexicon)
         rivals = PhraseMatcher(grammar.rivals, self._lexicon) if grammar.rivals else None
-        longest = max(len(self._model.encode(" " + c)) for c in grammar.chunks())
-        longest_phrase = max(len(t) for t in grammar.templates) * longest
+        # Whisper may put a comma or a full stop after each word
+        longest = grammar.longest(lambda ws: len(self._model.encode(" " + " ".join(ws))) + len(ws))
         prompt = [self._model.sot_prev, *self._model.encode(" " + text)] if text else []
-        prepared = _Prepared(prompt, matcher, rivals, min(128, 2 * longest_phrase + 16))
+        prepared = _Prepared(prompt, matcher, rivals, longest + MAX_NEW_SLACK)
         with self._lock:
             self._prepared[grammar] = prepared
 
@@ -377,7 +381,8 @@ class WhisperRecognizer:
                 np.ascontiguousarray(whole[members]))
             out = m.whisper.generate(
                 features, [prompts[i] for i in members], beam_size=tuning.beam_size,
-                max_length=length + max(prepared[i].max_new for i in members),
+                # the prompt's last token is not counted in max_length
+                max_length=length - 1 + max(prepared[i].max_new for i in members),
                 repetition_penalty=tuning.repetition_penalty,
                 no_repeat_ngram_size=tuning.no_repeat_ngram_size,
                 return_scores=True, return_no_speech_prob=True, suppress_blank=True)
@@ -391,8 +396,8 @@ class WhisperRecognizer:
         tuning = self.tuning
         said = text_words(text)
         readings = [said]
-        if tuning.collapse_repeats and (once := collapse_repeats(said)) != said:
-            readings.append(once)
+        if tuning.collapse_repeats:
+            readings += [r for r in (collapse_repeats(said), cut_loop(said)) if r != said]
         best: tuple[float, float, Nearest | None, list[str]] = (math.inf, 0.0, None, said)
         for heard_words in readings:
             distance, margin, nearest = self._nearest(heard_words, prepared)
@@ -449,6 +454,17 @@ def collapse_repeats(words: Sequence[str]) -> list[str]:
                     break
             if changed:
                 break
+    return out
+
+
+def cut_loop(words: Sequence[str]) -> list[str]:
+    """`words` up to where their opening (two words, or one) comes again: Whisper looping on
+    a call, cut short by the token limit ("rocky road rocky ro" → rocky road)."""
+    out = list(words)
+    head = out[:2] if len(out) > 2 else out[:1]
+    for i in range(1, len(out)):
+        if out[i : i + len(head)] == head[: len(out) - i]:
+            return out[:i]
     return out
 
 
