@@ -42,6 +42,10 @@ BREAKDOWN_KEYS = (
     "command_accuracy_babble10_pct",
     "chatter_accepted_pct",
     "latency_p95_ms",
+    "command_accuracy_clean_whisper_pct",
+    "command_accuracy_babble10_whisper_pct",
+    "chatter_accepted_whisper_pct",
+    "latency_p95_whisper_ms",
 )
 """Figures shown again per split (tune / holdout) and per noise (clean / noisy)."""
 PLOT_DPI = 72
@@ -62,6 +66,10 @@ README_FIGURES = (
     "command_accuracy_babble10_pct",
     "chatter_accepted_pct",
     "latency_p95_ms",
+    "command_accuracy_clean_whisper_pct",
+    "command_accuracy_babble10_whisper_pct",
+    "chatter_accepted_whisper_pct",
+    "race_at_once_p95_ms",
     "max_realtime_mics",
     "peak_memory_mb",
 )
@@ -146,8 +154,14 @@ def _first_speaker(records: Sequence[Record], lo_ms: float, hi_ms: float) -> dic
     }
 
 
-def scene_figures(records: Sequence[Record], vosk_model: str | None) -> list[Record]:
-    """Every figure measured on the scenes (all but throughput and memory)."""
+OTHER_BACKENDS = {"vosk": "Vosk", "whisper": "Whisper"}
+"""Recognisers decoding orderup's segments beside its PocketSphinx, where their model is
+installed (the run records which: ``run["models"]``)."""
+
+
+def scene_figures(records: Sequence[Record], models: dict[str, str | None]) -> list[Record]:
+    """Every figure measured on the scenes (all but throughput and memory); `models` names
+    the model of each of :data:`OTHER_BACKENDS` (None: not installed here)."""
     players = [u for r in records for u in r["utterances"]]
     ours = [abs(u["onset_error_ms"]) for u in players if u["onset_error_ms"] is not None]
     naive = [abs(u["naive_onset_error_ms"]) for u in players if u["naive_onset_error_ms"] is not None]
@@ -212,11 +226,16 @@ def scene_figures(records: Sequence[Record], vosk_model: str | None) -> list[Rec
             _figure(f"not_understood_{key}_pct", f"Commands not understood, {label}", "%",
                     unknown, free_unknown, FREE_LM, n),
         ]
-        vosk_acc = command_rates(chosen, "vosk")[0] if vosk_model else None
-        figures.append(_figure(
-            f"command_accuracy_{key}_vosk_pct", f"Command accuracy, {label}, Vosk backend", "%",
-            vosk_acc, free_acc, FREE_LM, n, (">=", target),
-            note=f"Vosk model {vosk_model}" if vosk_model else "no English Vosk model here"))
+        for backend, name in OTHER_BACKENDS.items():
+            model = models.get(backend)
+            note = f"{name} model {model}" if model else f"no English {name} model here"
+            if model and backend == "whisper":
+                note += (f"; on each command cut at the truth: "
+                         f"{_value(command_rates(chosen, 'whisper_truth_cut')[0], '%')} right")
+            figures.append(_figure(
+                f"command_accuracy_{key}_{backend}_pct", f"Command accuracy, {label}, {name} "
+                "backend", "%", command_rates(chosen, backend)[0] if model else None, free_acc,
+                FREE_LM, n, (">=", target), note=note))
     chatter = [u for r in records for u in r["utterances"] if u["role"] == "chatter"]
 
     def accepted(backend: str) -> float | None:
@@ -227,7 +246,12 @@ def scene_figures(records: Sequence[Record], vosk_model: str | None) -> list[Rec
         "chatter_accepted_pct", "Table chatter accepted as a call", "%", accepted("sphinx"),
         accepted("free"), FREE_LM, len(chatter), ("<=", 2.0),
         note="each chatter line decoded against all three games' grammars; accepted if any"))
-    decode = {b: [ms for r in records for ms in r["decode_ms"].get(b, [])] for b in ("sphinx", "free")}
+    if models.get("whisper"):
+        figures.append(_figure(
+            "chatter_accepted_whisper_pct", "Table chatter accepted as a call, Whisper backend",
+            "%", accepted("whisper"), accepted("free"), FREE_LM, len(chatter), ("<=", 2.0)))
+    decode = {b: [ms for r in records for ms in r["decode_ms"].get(b, [])]
+              for b in ("sphinx", "free", "whisper")}
     figures += [
         _figure("latency_median_ms", "End of segment (SpeechEnd) → text, median", "ms",
                 _quantile(decode["sphinx"], 50), _quantile(decode["free"], 50), FREE_LM,
@@ -236,6 +260,21 @@ def scene_figures(records: Sequence[Record], vosk_model: str | None) -> list[Rec
                 _quantile(decode["sphinx"], 95), _quantile(decode["free"], 95), FREE_LM,
                 len(decode["sphinx"]), ("<=", 150.0)),
     ]
+    if models.get("whisper"):
+        at_once = [r["at_once_ms"] for r in records if "whisper" in r.get("at_once_ms", {})]
+        figures += [
+            _figure("latency_p95_whisper_ms", "End of segment (SpeechEnd) → text, p95, Whisper "
+                    "backend", "ms", _quantile(decode["whisper"], 95),
+                    _quantile(decode["free"], 95), FREE_LM, len(decode["whisper"]),
+                    ("<=", 500.0), note="commands and chatter scenes"),
+            _figure("race_at_once_p95_ms", "A race's utterances decoded at once → last text, "
+                    "p95, Whisper backend (one batch)", "ms",
+                    _quantile([a["whisper"] for a in at_once], 95),
+                    _quantile([a["sphinx"] for a in at_once], 95),
+                    "PocketSphinx, one after another", len(at_once), ("<=", 500.0),
+                    note=f"a median {_quantile([a['n'] for a in at_once], 50)} utterances per "
+                         "race"),
+        ]
     spoken = [u for u in players if u["role"] == "call" and "end_to_delivery_ms" in u]
 
     def end_to_text(backend: str) -> list[float]:
@@ -286,13 +325,13 @@ def machine_figures(speed: dict[str, Any], memory: dict[str, float]) -> list[Rec
     ]
 
 
-def snr_table(records: Sequence[Record], vosk_model: str | None) -> list[Record]:
+def snr_table(records: Sequence[Record], models: dict[str, str | None]) -> list[Record]:
     """Command accuracy and not-understood rate by SNR, per backend."""
     rows = []
     for label, select in SNR_LEVELS:
         chosen = [r for r in records if select(r)]
         row: Record = {"snr": label}
-        for backend in ("sphinx", "free", *(("vosk",) if vosk_model else ())):
+        for backend in ("sphinx", "free", *(b for b in OTHER_BACKENDS if models.get(b))):
             acc, unknown, row["n"] = command_rates(chosen, backend)
             row[backend] = {"accuracy_pct": acc, "not_understood_pct": unknown}
         rows.append(row)
@@ -304,19 +343,20 @@ def build(
 ) -> Record:
     """The whole report: run details, figures, breakdowns, the raw results, and the scenes the
     pipeline raised on (left out of the figures)."""
-    vosk = run["vosk_model"]
+    models = run["models"]
     failed = [r for r in records if "error" in r]
     records = [r for r in records if "error" not in r]
 
     def breakdown(select: Callable[[Record], bool]) -> dict[str, Any]:
         chosen = [r for r in records if select(r)]
-        figs = {f["key"]: f for f in scene_figures(chosen, vosk)}
-        return {"scenes": len(chosen), **{k: figs[k]["orderup"] for k in BREAKDOWN_KEYS}}
+        figs = {f["key"]: f for f in scene_figures(chosen, models)}
+        return {"scenes": len(chosen),
+                **{k: figs[k]["orderup"] for k in BREAKDOWN_KEYS if k in figs}}
 
     return {
         "run": run,
-        "figures": scene_figures(records, vosk) + machine_figures(speed, memory),
-        "commands_by_snr": snr_table(records, vosk),
+        "figures": scene_figures(records, models) + machine_figures(speed, memory),
+        "commands_by_snr": snr_table(records, models),
         "breakdown": {
             "tune": breakdown(lambda r: r["split"] == "tune"),
             "holdout": breakdown(lambda r: r["split"] == "holdout"),
@@ -364,10 +404,10 @@ def table(figures: Sequence[Record]) -> str:
     return "\n".join(lines)
 
 
-def _snr_markdown(rows: Sequence[Record], vosk_model: str | None) -> str:
+def _snr_markdown(rows: Sequence[Record], models: dict[str, str | None]) -> str:
     backends = [("sphinx", "PocketSphinx + grammar"), ("free", "PocketSphinx free LM")]
-    if vosk_model:
-        backends.append(("vosk", f"Vosk ({vosk_model}) + grammar"))
+    backends += [(b, f"{name} ({models[b]}) + grammar") for b, name in OTHER_BACKENDS.items()
+                 if models.get(b)]
     head = " | ".join(f"{name}: right / not understood" for _, name in backends)
     lines = [f"| SNR | n | {head} |", "|---|---|" + "---|" * len(backends)]
     for row in rows:
@@ -376,7 +416,7 @@ def _snr_markdown(rows: Sequence[Record], vosk_model: str | None) -> str:
             for b, _ in backends
         )
         lines.append(f"| {row['snr']} | {row['n']} | {cells} |")
-    if not vosk_model:
+    if not models.get("vosk"):
         lines.append("\nVosk: no English Vosk model here (`orderup models fetch vosk-en-small`).")
     return "\n".join(lines)
 
@@ -389,9 +429,10 @@ def _breakdown_markdown(report: Record) -> str:
         "| figure | " + " | ".join(f"{n} ({parts[n]['scenes']} scenes)" for n in names) + " |",
         "|---|" + "---|" * len(names),
     ]
-    for key in BREAKDOWN_KEYS:
+    for key in (k for k in BREAKDOWN_KEYS if k in labels):
         label, unit = labels[key]
-        lines.append(f"| {label} | " + " | ".join(_value(parts[n][key], unit) for n in names) + " |")
+        lines.append(f"| {label} | " + " | ".join(_value(parts[n].get(key), unit) for n in names)
+                     + " |")
     return "\n".join(lines)
 
 
@@ -500,12 +541,12 @@ def _plot(report: Record, out: Path) -> list[str]:
     save(fig, "first_speaker_by_gap.png")
 
     rows = report["commands_by_snr"]
-    backends = [b for b in ("sphinx", "free", "vosk") if b in rows[0]]
+    backends = [b for b in ("sphinx", "free", *OTHER_BACKENDS) if b in rows[0]]
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
     width = 0.8 / len(backends)
     for i, b in enumerate(backends):
         ax.bar(np.arange(len(rows)) + i * width, [r[b]["accuracy_pct"] or 0 for r in rows], width,
-               label={"sphinx": "grammar (orderup)", "free": FREE_LM, "vosk": "Vosk"}[b])
+               label={"sphinx": "grammar (orderup)", "free": FREE_LM, **OTHER_BACKENDS}[b])
     ax.set_xticks(np.arange(len(rows)) + width * (len(backends) - 1) / 2,
                   [f"{r['snr']}\nn={r['n']}" for r in rows], fontsize=8)
     ax.set(ylabel="command accuracy (%)", ylim=(0, 105))
@@ -527,8 +568,10 @@ def _plot(report: Record, out: Path) -> list[str]:
     save(fig, "onset_error.png")
 
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
-    for backend, label in (("sphinx", "grammar (orderup)"), ("free", FREE_LM)):
-        cdf(ax, [ms for r in records for ms in r["decode_ms"].get(backend, [])], label)
+    for backend, label in (("sphinx", "grammar (orderup)"), ("free", FREE_LM),
+                           ("whisper", "Whisper")):
+        if any(r["decode_ms"].get(backend) for r in records):
+            cdf(ax, [ms for r in records for ms in r["decode_ms"].get(backend, [])], label)
     ax.axvline(150, color="0.6", linestyle=":")
     ax.set(xscale="log", xlabel="SpeechEnd → text (ms)", ylabel="segments (%, cumulative)")
     ax.legend(fontsize=8)
@@ -574,7 +617,7 @@ races or segments it rests on.
 
 ## Commands by SNR and backend
 
-{_snr_markdown(report['commands_by_snr'], run['vosk_model'])}
+{_snr_markdown(report['commands_by_snr'], run['models'])}
 
 ## Tune vs holdout, clean vs noisy
 

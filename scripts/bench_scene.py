@@ -11,7 +11,11 @@ the scene's truth. In the same pass it runs the baselines the benchmark compares
   finishing times from the measured decode times;
 - the free language model: PocketSphinx's default en-us n-gram model (default config), its
   text accepted only when it is exactly a phrase of the grammar;
-- Vosk with the grammar, where an English Vosk model is installed.
+- Vosk with the grammar, where an English Vosk model is installed;
+- Whisper tiny.en held to the grammar (:mod:`voice.recognition.whisper`), where its model is
+  installed (the set-up installs it), on the same segments: beside orderup's PocketSphinx,
+  and on each race's calls decoded at once (one encoder batch) against PocketSphinx decoding
+  them one after another, as the pipeline does.
 
 A worker process calls :func:`init_worker` once (the recognisers load there), then
 :func:`measure_scene` per scene; the result is a JSON-ready dict (see :func:`measure_scene`).
@@ -155,6 +159,8 @@ class _Backends:
     sphinx: Recognizer
     free: FreeLanguageModel
     vosk: Recognizer | None
+    whisper: Any
+    """A :class:`voice.recognition.whisper.WhisperRecognizer`, or None."""
 
 
 _WORKER: list[_Backends] = []
@@ -175,6 +181,14 @@ def english_vosk_model() -> str | None:
     )
 
 
+def whisper_model() -> str | None:
+    """Whisper's default model when it is installed here, else None."""
+    from voice.recognition import models
+    from voice.recognition.whisper import DEFAULT_MODEL
+
+    return DEFAULT_MODEL if models.locate(DEFAULT_MODEL) else None
+
+
 def init_worker() -> None:
     """Load the recognisers once per worker process."""
     vosk_model = english_vosk_model()
@@ -183,6 +197,7 @@ def init_worker() -> None:
             create_recognizer("sphinx"),
             FreeLanguageModel(),
             create_recognizer("vosk", model=vosk_model) if vosk_model else None,
+            create_recognizer("whisper") if whisper_model() else None,
         )
     )
 
@@ -231,9 +246,10 @@ def _recognise(
                 else backends.sphinx.decode(heard.samples, grammar)}
         if baselines:
             hyps["free"] = backends.free.judge(free_words, grammar)
-            if backends.vosk is not None:
-                hyps["vosk"], ms = _timed(backends.vosk.decode, heard.samples, grammar)
-                decode_ms.setdefault("vosk", ms)
+            for name, other in (("vosk", backends.vosk), ("whisper", backends.whisper)):
+                if other is not None:
+                    hyps[name], ms = _timed(other.decode, heard.samples, grammar)
+                    decode_ms.setdefault(name, ms)
         for name, hyp in hyps.items():
             results.setdefault(name, []).append(
                 {"game": g, "text": hyp.text, "understood": hyp.understood}
@@ -357,7 +373,7 @@ def _first_speaker(truth: dict[str, Any], heard: list[Heard]) -> dict[str, Any]:
 
 
 def _truth_cut(
-    wav: Path, utterance: dict[str, Any], grammar: Grammar, sphinx: Recognizer
+    wav: Path, utterance: dict[str, Any], grammar: Grammar, recognizer: Recognizer
 ) -> dict[str, Any]:
     """The recogniser alone: its result on the utterance cut from its own mic at the truth
     (the detector's pre-roll before, TRUTH_CUT_TAIL_MS after), whatever the detector did."""
@@ -365,8 +381,19 @@ def _truth_cut(
     tail = round(TRUTH_CUT_TAIL_MS * RATE_HZ / 1000)
     audio = read_wav(wav)[:, utterance["mic"]]
     start = max(0, utterance["onset_sample"] - pre_roll)
-    hyp = sphinx.decode(audio[start : utterance["end_sample"] + tail], grammar)
+    hyp = recognizer.decode(audio[start : utterance["end_sample"] + tail], grammar)
     return {"game": None, "text": hyp.text, "understood": hyp.understood}
+
+
+def _race_at_once(backends: _Backends, heard: list[Heard], grammar: Grammar) -> dict[str, Any]:
+    """A race's utterances decoded at once, ms from the moment all are heard to the last
+    text: PocketSphinx one after another (as the pipeline decodes them, its measured decode
+    times summed), Whisper in one batch (:meth:`~voice.recognition.whisper.WhisperRecognizer.decode_many`)."""
+    out: dict[str, Any] = {"n": len(heard), "sphinx": round(sum(h.decode_ms for h in heard), 2)}
+    if backends.whisper is not None and heard:
+        _, ms = _timed(backends.whisper.decode_many, [h.samples for h in heard], grammar)
+        out["whisper"] = round(ms, 2)
+    return out
 
 
 def measure_or_fail(wav_path: str) -> dict[str, Any]:
@@ -409,8 +436,9 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
         utterances, [(s.mic, s.onset_sample, s.end_sample) for s in naive]
     )
     decode_ms: dict[str, list[float]] = {"sphinx": [h.decode_ms for h in heard], "free": []}
-    if backends.vosk is not None:
-        decode_ms["vosk"] = []
+    for name in ("vosk", "whisper"):
+        if getattr(backends, name) is not None:
+            decode_ms[name] = []
     records = []
     for i, u in enumerate(utterances):
         if u["mic"] is None:
@@ -440,6 +468,9 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
                     decode_ms[name].append(ms)
         if truth["kind"] == "commands":
             record["results"]["truth_cut"] = [_truth_cut(wav, u, grammar, backends.sphinx)]
+            if backends.whisper is not None:
+                record["results"]["whisper_truth_cut"] = [
+                    _truth_cut(wav, u, grammar, backends.whisper)]
         records.append(record)
 
     def count(classes: list[str]) -> dict[str, int]:
@@ -460,6 +491,7 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
     }
     if truth["kind"] == "race":
         out["first"] = _first_speaker(truth, heard)
+        out["at_once_ms"] = _race_at_once(backends, heard, grammar)
     return out
 
 
