@@ -66,10 +66,6 @@ README_FIGURES = (
     "command_accuracy_babble10_pct",
     "chatter_accepted_pct",
     "latency_p95_ms",
-    "command_accuracy_clean_whisper_pct",
-    "command_accuracy_babble10_whisper_pct",
-    "chatter_accepted_whisper_pct",
-    "race_at_once_p95_ms",
     "max_realtime_mics",
     "peak_memory_mb",
 )
