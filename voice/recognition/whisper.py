@@ -397,7 +397,9 @@ class WhisperRecognizer:
         said = text_words(text)
         readings = [said]
         if tuning.collapse_repeats:
-            readings += [r for r in (collapse_repeats(said), cut_loop(said)) if r != said]
+            for reading in (collapse_repeats(said), cut_loop(said)):
+                if reading not in readings:  # "stop stop": both readings are "stop"
+                    readings.append(reading)
         best: tuple[float, float, Nearest | None, list[str]] = (math.inf, 0.0, None, said)
         for heard_words in readings:
             distance, margin, nearest = self._nearest(heard_words, prepared)
@@ -459,7 +461,7 @@ def collapse_repeats(words: Sequence[str]) -> list[str]:
 
 def cut_loop(words: Sequence[str]) -> list[str]:
     """`words` up to where their opening (two words, or one) comes again: Whisper looping on
-    a call, cut short by the token limit ("rocky road rocky ro" → rocky road)."""
+    a call, cut short by the token limit ("rocky road rocky road rocky" → rocky road)."""
     out = list(words)
     head = out[:2] if len(out) > 2 else out[:1]
     for i in range(1, len(out)):
