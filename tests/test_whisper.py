@@ -161,3 +161,14 @@ def test_whisper_writes_no_more_than_the_longest_phrase() -> None:
     for heard in rec.hear_many([speak("bell bell bell bell bell bell bell bell"), noise,
                                 clip("stop_1.wav")], grammar):
         assert len(rec._model.encode(heard.text)) <= bound + MAX_NEW_SLACK, heard.text
+
+
+def test_a_call_is_written_in_no_more_tokens_than_its_length_could_hold() -> None:
+    """Whisper loops on a one-word call ("stop, stop, stop, ..."): it is cut at
+    `tokens_per_s` of its loud part, not at the grammar's longest phrase (22 tokens), and
+    still read as the call it is, or as no call."""
+    rec = whisper()
+    for name, said in (("stop_1.wav", "stop"), ("go_1.wav", None)):
+        (heard,) = rec.hear_many([clip(name)], poutine())
+        assert len(rec._model.encode(heard.text)) <= rec.most_tokens(clip(name)), heard.text
+        assert (heard.hypothesis.text if heard.hypothesis.understood else None) == said

@@ -62,6 +62,9 @@ PROMPT_TOKENS = 223
 MAX_NEW_SLACK = 4
 """Tokens Whisper may write past the grammar's longest phrase. Decoding stops there: a call
 it loops on ("rocky road, rocky road, ...") costs no more than the longest call."""
+TOKENS_SLACK = 4
+"""Tokens a call may be written in beyond :attr:`WhisperTuning.tokens_per_s` of its loud
+part (a short call's closing comma or full stop)."""
 _FRAMES_30S = 3000
 _HOP = 160
 
@@ -118,6 +121,10 @@ class WhisperTuning:
     min_margin: float = 1.0
     """The runner-up's cost less the nearest's, in phones, at least this."""
     beam_size: int = 1
+    tokens_per_s: float = 12.0
+    """At most this many tokens written per second of the call's loud part, plus
+    :data:`TOKENS_SLACK`: a call Whisper loops on is cut where no one could have said more
+    (the fastest tune calls, real and synthesised, need 11 a second, commas included)."""
     window_s: float = 10.0
     """The encoder's window: calls are padded to this with silence (Whisper was trained on
     30 s; 10 s encodes 8x faster, and a call is a few seconds)."""
@@ -327,7 +334,8 @@ class WhisperRecognizer:
         prepared = [self._prepared[g] for g in gs]
         audio = [_trim(np.asarray(c, np.float32).reshape(-1)) for c in calls]
         encoded = self.encode([a for a, _ in audio], [id(c) for c in calls])
-        texts, no_speech = self.generate(encoded, prepared)
+        caps = [min(p.max_new, self.most_tokens(a)) for p, (a, _) in zip(prepared, audio)]
+        texts, no_speech = self.generate(encoded, prepared, caps)
         return [self.judge(t, ns, p, a) for t, ns, p, a in zip(texts, no_speech, prepared, audio)]
 
     def encode(self, audio: Sequence[np.ndarray], keys: Sequence[Any] | None = None) -> Any:
@@ -363,9 +371,17 @@ class WhisperRecognizer:
         return ctranslate2.StorageView.from_array(
             np.ascontiguousarray(arr[[row[k] for k in keys]]))
 
-    def generate(self, encoded: Any, prepared: Sequence[_Prepared]) -> tuple[list[str], list[float]]:
-        """Whisper's text for each encoded call with its grammar's prompt, and its
-        no-speech probability."""
+    def most_tokens(self, audio: np.ndarray) -> int:
+        """The most tokens a call's text may take: :attr:`WhisperTuning.tokens_per_s` of its
+        loud part, plus :data:`TOKENS_SLACK`."""
+        loud = np.flatnonzero(loud_frames(audio)) if audio.size else np.zeros(0, int)
+        seconds = (int(loud[-1]) - int(loud[0]) + 1) * _FRAME / RATE_HZ if loud.size else 0.0
+        return TOKENS_SLACK + math.ceil(self.tuning.tokens_per_s * seconds)
+
+    def generate(self, encoded: Any, prepared: Sequence[_Prepared],
+                 caps: Sequence[int]) -> tuple[list[str], list[float]]:
+        """Whisper's text for each encoded call with its grammar's prompt (at most `caps`
+        tokens for the batch it is decoded in), and its no-speech probability."""
         import ctranslate2
 
         m, tuning = self._model, self.tuning
@@ -382,7 +398,7 @@ class WhisperRecognizer:
             out = m.whisper.generate(
                 features, [prompts[i] for i in members], beam_size=tuning.beam_size,
                 # the prompt's last token is not counted in max_length
-                max_length=length - 1 + max(prepared[i].max_new for i in members),
+                max_length=length - 1 + max(caps[i] for i in members),
                 repetition_penalty=tuning.repetition_penalty,
                 no_repeat_ngram_size=tuning.no_repeat_ngram_size,
                 return_scores=True, return_no_speech_prob=True, suppress_blank=True)
