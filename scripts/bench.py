@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import bench_real
 import bench_report
 import bench_scene
 import make_scenes
@@ -189,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     wavs = rendered(set_name, args.seed, jobs)
     print(f"measuring {len(wavs)} scenes on {jobs} processes", flush=True)
     records = measure_scenes(wavs, jobs)
+    backends = ("sphinx", "free", *(("whisper",) if bench_scene.whisper_model() else ()))
+    print(f"real voices: {', '.join(backends)}", flush=True)
+    real = bench_real.measure(set_name, jobs, backends)
     print("throughput of the onset detectors on one core", flush=True)
     multi_mic = sorted(wavs, key=lambda w: -_mics(w))[:8]
     speed = throughput(multi_mic, 3.0 if args.quick else 15.0, 16 if args.quick else 64)
@@ -215,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
         "bench_peak_rss_mb": round(rss_mb, 1),
     }
-    report = bench_report.build(run, records, speed, memory)
+    report = bench_report.build(run, records, speed, memory, real)
     for failed in report["failed"]:
         print(f"  the pipeline raised on {failed['name']}: {failed['error']}", file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -65,6 +65,10 @@ README_FIGURES = (
     "command_accuracy_clean_pct",
     "command_accuracy_babble10_pct",
     "chatter_accepted_pct",
+    "real_call_clean_pct",
+    "real_word_clean_pct",
+    "real_call_clean_whisper_pct",
+    "real_word_clean_whisper_pct",
     "latency_p95_ms",
     "max_realtime_mics",
     "peak_memory_mb",
@@ -292,6 +296,49 @@ def scene_figures(records: Sequence[Record], models: dict[str, str | None]) -> l
     return figures
 
 
+REAL_BACKENDS = {"sphinx": "PocketSphinx + grammar", "free": FREE_LM, "whisper": "Whisper + grammar"}
+"""The recognisers real voices are decoded with (scripts/bench_real.py), as the report names
+them."""
+REAL_KINDS = (("call", "right", "one-word calls right"),
+              ("word", "accepted", "words that are not calls accepted"),
+              ("sentence", "accepted", "sentences accepted"))
+"""What is counted of each kind of real clip: calls right, the others accepted as a call."""
+
+
+def real_rates(real: Sequence[Record], backend: str, part: str, noise: str) -> dict[str, Any]:
+    """Per kind of clip, (% counted, how many decodes) of one backend on one part of the
+    speakers in one condition."""
+    rows = [r for r in real if (r["backend"], r["part"], r["noise"]) == (backend, part, noise)]
+    out = {}
+    for kind, field, _ in REAL_KINDS:
+        chosen = [r for r in rows if r["kind"] == kind]
+        out[kind] = (_pct(sum(r[field] for r in chosen), len(chosen)), len(chosen))
+    return out
+
+
+def real_figures(real: Sequence[Record]) -> list[Record]:
+    """The held-out speakers' figures, for each grammar backend beside the free model: calls
+    right and words that are not calls accepted, clean and in babble; sentences accepted."""
+    figures = []
+    conditions = sorted({r["noise"] for r in real}, key=("clean", "room", "babble").index)
+    for backend, suffix in (("sphinx", ""), ("whisper", "_whisper")):
+        if not any(r["backend"] == backend for r in real):
+            continue
+        name = "" if backend == "sphinx" else ", Whisper backend"
+        for noise in conditions:
+            ours, base = real_rates(real, backend, "heldout", noise), real_rates(
+                real, "free", "heldout", noise)
+            label = {"clean": "clean", "room": "in a room", "babble": "in 10 dB babble"}[noise]
+            for kind, _, what in REAL_KINDS:
+                target = {"call": (">=", 97.0), "word": ("<=", 3.0), "sentence": ("<=", 2.0)}[kind]
+                figures.append(_figure(
+                    f"real_{kind}_{noise}{suffix}_pct",
+                    f"Real voices, held-out speakers: {what}, {label}{name}", "%",
+                    ours[kind][0], base[kind][0], FREE_LM, ours[kind][1],
+                    target if noise == "clean" else None))
+    return figures
+
+
 def machine_figures(speed: dict[str, Any], memory: dict[str, float]) -> list[Record]:
     """Throughput and memory figures."""
     rows = speed["rows"]
@@ -335,10 +382,12 @@ def snr_table(records: Sequence[Record], models: dict[str, str | None]) -> list[
 
 
 def build(
-    run: Record, records: list[Record], speed: dict[str, Any], memory: dict[str, float]
+    run: Record, records: list[Record], speed: dict[str, Any], memory: dict[str, float],
+    real: list[Record],
 ) -> Record:
-    """The whole report: run details, figures, breakdowns, the raw results, and the scenes the
-    pipeline raised on (left out of the figures)."""
+    """The whole report: run details, figures, breakdowns, the raw results (the scenes', and
+    the real voices' decodes), and the scenes the pipeline raised on (left out of the
+    figures)."""
     models = run["models"]
     failed = [r for r in records if "error" in r]
     records = [r for r in records if "error" not in r]
@@ -351,7 +400,8 @@ def build(
 
     return {
         "run": run,
-        "figures": scene_figures(records, models) + machine_figures(speed, memory),
+        "figures": (scene_figures(records, models) + real_figures(real)
+                    + machine_figures(speed, memory)),
         "commands_by_snr": snr_table(records, models),
         "breakdown": {
             "tune": breakdown(lambda r: r["split"] == "tune"),
@@ -363,6 +413,7 @@ def build(
         "memory_mb": memory,
         "failed": failed,
         "scenes": records,
+        "real_speech": real,
     }
 
 
@@ -414,6 +465,33 @@ def _snr_markdown(rows: Sequence[Record], models: dict[str, str | None]) -> str:
         lines.append(f"| {row['snr']} | {row['n']} | {cells} |")
     if not models.get("vosk"):
         lines.append("\nVosk: no English Vosk model here (`orderup models fetch vosk-en-small`).")
+    return "\n".join(lines)
+
+
+def _real_markdown(real: Sequence[Record]) -> str:
+    """Per part of the speakers and condition, each backend's calls right / words that are
+    not calls accepted / sentences accepted."""
+    if not real:
+        return ("No real recordings here (`../shared/real_speech`, or `ORDERUP_REAL_SPEECH`): "
+                "not measured.")
+    backends = [b for b in REAL_BACKENDS if any(r["backend"] == b for r in real)]
+    lines = ["| speakers | condition | " + " | ".join(REAL_BACKENDS[b] for b in backends) + " |",
+             "|---|---|" + "---|" * len(backends)]
+    conditions = sorted({r["noise"] for r in real}, key=("clean", "room", "babble").index)
+    for part in ("tune", "heldout"):
+        for noise in conditions:
+            cells = []
+            for b in backends:
+                rates = real_rates(real, b, part, noise)
+                cells.append(" / ".join(_value(rates[k][0], "%") for k, _, _ in REAL_KINDS))
+            lines.append(f"| {'held-out' if part == 'heldout' else part} | {noise} | "
+                         + " | ".join(cells) + " |")
+    n = real_rates(real, backends[0], "heldout", conditions[0])
+    tune = real_rates(real, backends[0], "tune", conditions[0])
+    lines.append(f"\nEach cell: {' / '.join(what for _, _, what in REAL_KINDS)}. Decodes per "
+                 f"backend and condition (tune, held-out): calls {tune['call'][1]}, "
+                 f"{n['call'][1]}; other words {tune['word'][1]}, {n['word'][1]}; sentences "
+                 f"{tune['sentence'][1]}, {n['sentence'][1]}.")
     return "\n".join(lines)
 
 
@@ -614,6 +692,14 @@ races or segments it rests on.
 ## Commands by SNR and backend
 
 {_snr_markdown(report['commands_by_snr'], run['models'])}
+
+## Real voices
+
+Recordings of real people (scripts/bench_real.py): one-word calls, other words and
+sentences, from speakers split once into a tune part and a held-out part that settings are
+never chosen on.
+
+{_real_markdown(report['real_speech'])}
 
 ## Tune vs holdout, clean vs noisy
 

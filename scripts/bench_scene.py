@@ -153,6 +153,13 @@ class FreeLanguageModel:
         understood = bool(heard) and grammar.match(heard).cost == 0
         return Hypothesis(" ".join(heard), understood, 1.0 if understood else 0.0)
 
+    def prepare(self, grammar: Grammar) -> None:
+        """Nothing to prepare: the grammar is only used to judge what was heard."""
+
+    def decode(self, samples: np.ndarray, grammar: Grammar) -> Hypothesis:
+        """What the free model hears in ``samples``, judged against ``grammar``."""
+        return self.judge(self.hear(samples), grammar)
+
 
 @dataclass
 class _Backends:

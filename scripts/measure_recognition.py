@@ -262,6 +262,10 @@ def make_recognizer(backend: str, tuning: str = "{}", whisper_tuning: str = "{}"
         from voice.recognition.whisper import WhisperTuning
 
         return create_recognizer(backend, tuning=WhisperTuning(**json.loads(whisper_tuning)))
+    if backend == "free":
+        from scripts.bench_scene import FreeLanguageModel
+
+        return FreeLanguageModel()  # type: ignore[return-value]
     return create_recognizer(backend)
 
 
@@ -405,6 +409,21 @@ def real_clips(root: Path = REAL_SPEECH) -> list[Clip]:
         held.update(s for i, s in enumerate(ranked) if i % 3 == 2)
     return [Clip(r["path"], r["kind"], r["text"], r["speaker"], r["source"],
                  "heldout" if r["speaker"] in held else "tune") for r in rows]
+
+
+def per_word(clips: list[Clip], most: int) -> list[Clip]:
+    """At most `most` clips of each word in each part (0: all), the manifest's first; every
+    sentence."""
+    if most <= 0:
+        return clips
+    kept: dict[tuple[str, str, str], int] = defaultdict(int)
+    chosen = []
+    for c in clips:
+        key = (c.part, c.kind, c.text)
+        if c.kind == "sentence" or kept[key] < most:
+            kept[key] += 1
+            chosen.append(c)
+    return chosen
 
 
 def _read(path: Path) -> np.ndarray:
@@ -576,7 +595,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", choices=(*NOISES, "all"), default="all")
     parser.add_argument("--per-game", type=int, default=0, help="calls per game (0: all)")
     parser.add_argument("--backend", default="sphinx",
-                        help="a backend, or several comma-separated (measured side by side)")
+                        help="a backend, or several comma-separated (measured side by side); "
+                        "free: the bench's baseline, PocketSphinx's free language model")
     parser.add_argument("--tuning", default="{}", help="SphinxTuning fields as JSON")
     parser.add_argument("--whisper-tuning", default="{}", help="WhisperTuning fields as JSON")
     parser.add_argument("--jobs", type=int, default=2)
@@ -603,16 +623,7 @@ def main(argv: list[str] | None = None) -> int:
             for v in VOICES[s] for b in backends]
     real_jobs = []
     if args.real or args.split == "real":
-        clips = real_clips(args.real_dir)
-        if args.real_per_word > 0:
-            kept: dict[tuple[str, str, str], int] = defaultdict(int)
-            chosen = []
-            for c in clips:
-                key = (c.part, c.kind, c.text)
-                if c.kind == "sentence" or kept[key] < args.real_per_word:
-                    kept[key] += 1
-                    chosen.append(c)
-            clips = chosen
+        clips = per_word(real_clips(args.real_dir), args.real_per_word)
         chunks = [tuple(clips[i::8]) for i in range(8)]
         real_jobs = [(chunk, n, b, str(args.real_dir), dump) for n in noises for b in backends
                      for chunk in chunks]
