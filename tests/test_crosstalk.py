@@ -71,11 +71,13 @@ def test_a_neighbours_mic_that_only_heard_this_call_takes_nothing_out() -> None:
     assert power_db(out - own) <= power_db(own) - 30.0
 
 
-@pytest.mark.xfail(strict=True, reason="known: A's words are heard, but refused: with B's voice "
-                   "2-4 dB under A's on A's mic, turned down by at most 10 dB, they fit 3.1-3.5 "
-                   "nats a frame worse than the phones do (3.7-4.0 with no turning down), over "
-                   "the 3.0 chosen on tune voices")
-@pytest.mark.parametrize("seed", range(3))
+CLOSE_NEIGHBOUR = pytest.mark.xfail(
+    strict=True, reason="known: A's words are heard, but refused: with B's voice 2-4 dB under "
+    "A's on A's mic, turned down by at most 10 dB, they fit 3.1-3.5 nats a frame worse than the "
+    "phones do (3.7-4.0 with no turning down), over the 3.0 chosen on tune voices")
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=CLOSE_NEIGHBOUR), 2])
 def test_a_call_with_a_close_neighbour_talking_over_it_is_understood(seed: int) -> None:
     """A says "got it"; 150 ms later B, sitting close, says "pass", which reaches A's mic only
     2-4 dB down. A's segment holds much of B's voice; with it turned down the recogniser

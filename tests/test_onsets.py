@@ -7,7 +7,14 @@ import pytest
 
 from scripts.scenes import ESPEAK, BleedSpec, DryScene, TruthCall, mix_scene, spoken
 from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame, AudioStreamError
-from voice.hearing.onsets import Event, OnsetDetector, Segment, SpeechEnd, SpeechStart
+from voice.hearing.onsets import (
+    Event,
+    OnsetConfig,
+    OnsetDetector,
+    Segment,
+    SpeechEnd,
+    SpeechStart,
+)
 from voice.table.setup import levels_db
 
 pytestmark = pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed")
@@ -102,10 +109,13 @@ def test_utterance_spans_the_call(single_results: list) -> None:  # type: ignore
         assert abs(seg.end_sample - truth.end_sample) <= 100 * MS
         assert seg.samples_start_sample == seg.onset_sample - 100 * MS
         assert seg.samples.size == seg.end_sample - seg.samples_start_sample + 100 * MS
+        # the room around the call is no one's own sound (every mic hears it alike): it is
+        # turned down from 30 ms before the call's first own sound and after its last; the
+        # call itself is the mic's audio
+        call = slice(truth.onset_sample, truth.end_sample)
         np.testing.assert_array_equal(
-            seg.samples,
-            scene.audio[seg.samples_start_sample : seg.samples_start_sample + seg.samples.size,
-                        seg.mic],
+            seg.samples[call.start - seg.samples_start_sample : call.stop - seg.samples_start_sample],
+            scene.audio[call, seg.mic],
         )
         assert not seg.not_own and seg.own_s > 0.1
         assert seg.onset_s == seg.onset_sample / PIPELINE_RATE_HZ
@@ -466,3 +476,63 @@ def test_a_second_caller_under_bleed_at_a_calibrated_table_has_their_own_onset(s
     events += det.flush()
     assert [s.mic for s in starts(events)] == [0, 1]
     assert all(abs(e) <= 3.0 for e in onset_errors_ms(scene, events))
+
+
+
+def _own_hops(audio: np.ndarray, mic: int, span: tuple[int, int],
+              talking: tuple[bool, ...] = (), matrix: np.ndarray | None = None) -> float:
+    """Share of the hops in `span` (samples) in which `mic`'s sound is its own
+    (:meth:`voice.hearing.coupling.Coupling.own`), with the `talking` players (none unless
+    given) and the couplings `matrix` (else the uncalibrated start), the band floors learned
+    from the first half second."""
+    from voice.hearing.coupling import Coupling
+    from voice.hearing.history import History
+
+    config = OnsetConfig()
+    hop, channels = config.hop_samples, audio.shape[1]
+    coupling, band = Coupling(channels, config), History(channels)
+    if matrix is not None:
+        coupling.matrix = matrix.copy()
+    band.append(audio)
+    talk = np.array(talking or (False,) * channels)
+    own = []
+    for e in range(hop * 8, audio.shape[0] + 1, hop):
+        mine, _, power = coupling.own(band, e, talk, [False] * channels)
+        if e <= PIPELINE_RATE_HZ // 2:
+            coupling.learn_floor(np.ones(channels, bool), power, 0.1)
+        if span[0] <= e <= span[1]:
+            own.append(bool(mine[mic]))
+    return float(np.mean(own))
+
+
+def test_what_every_mic_hears_alike_is_no_ones_own_a_call_over_it_is() -> None:
+    """The next table's babble reaches every mic alike (±1 dB): when it swells 10 dB, no mic
+    hears its own sound, though no player is talking whose crosstalk could explain it; a call
+    10 dB over it on one mic, 10 dB down on the others, is that mic's own sound."""
+    rng = np.random.default_rng(3)
+    n = 2 * PIPELINE_RATE_HZ
+    swell = np.where(np.arange(n) >= PIPELINE_RATE_HZ * 3 // 4, 10 ** (10 / 20), 1.0)
+    source = 0.01 * rng.standard_normal(n) * swell
+    gains = 10 ** (rng.uniform(-1, 1, 4) / 20)
+    audio = source[:, None] * gains + 0.001 * rng.standard_normal((n, 4))
+    assert _own_hops(audio, 2, (PIPELINE_RATE_HZ, n)) <= 0.05
+    call = 10 ** (10 / 20) * 0.1 * rng.standard_normal(n) * (np.arange(n) >= 3 * n // 4)
+    audio[:, 0] += call
+    audio[:, 1:] += 10 ** (-10 / 20) * call[:, None]
+    assert _own_hops(audio, 0, (3 * n // 4 + 400, n)) >= 0.95
+
+
+def test_a_second_caller_under_the_first_ones_bleed_is_not_heard_alike() -> None:
+    """The first caller's bleed reaches every mic (here louder on the idle mics, −6 dB, than
+    on the second caller's, −12 dB); the second caller, 7 dB over it on their own mic, is
+    their mic's own sound, though every other mic's level rose with theirs."""
+    rng = np.random.default_rng(5)
+    n = 2 * PIPELINE_RATE_HZ
+    db = np.array([[0, -12, -6, -6], [-10, 0, -10, -10], [-10, -10, 0, -10], [-10, -10, -10, 0]])
+    first = 0.1 * rng.standard_normal(n) * (np.arange(n) >= n // 4)
+    second = 10 ** ((7 - 12) / 20) * 0.1 * rng.standard_normal(n) * (np.arange(n) >= n // 2)
+    gains = 10 ** (db / 20)
+    audio = first[:, None] * gains[0] + second[:, None] * gains[1]
+    audio += 0.001 * rng.standard_normal((n, 4))
+    talking = (True, False, False, False)
+    assert _own_hops(audio, 1, (n // 2 + 400, n), talking, 10 ** (db / 10)) >= 0.95

@@ -10,6 +10,17 @@ who talks over someone else (their own mic is loud with them), not for the copy 
 someone. Couplings start from a calibration's `crosstalk_db` (else `crosstalk_initial_db`)
 and are learned on while one player talks alone.
 
+Sound from afar (the next table's babble, the room's noise, the app's residual echo) reaches
+every mic alike and no one is talking when it rises, so no crosstalk is expected of it: the
+other mics are its reference instead. With `shared_min_mics` mics or more, a mic's sound is
+not its own while it stands no more than `shared_margin_db` further over its band floor than
+the quietest other mic does over its own, once the crosstalk each is expected to hear is
+taken from it (on the other mic, of this one's player; on both, of the players already
+talking): a player's call is that much louder on their own mic than anywhere else, babble
+is not, and a second caller is not mistaken for the first one's bleed, which reaches every
+mic. With two mics the only reference may be the other
+caller, so the rule is not applied.
+
 A segment's audio has the other players who talked meanwhile turned down by their learned
 coupling (:func:`voice.hearing.crosstalk.suppress`), then everything more than
 `own_span_keep_ms` before the player's first or after their last own sound turned down by
@@ -49,6 +60,7 @@ class Coupling:
         self._decay = 10 ** (-cfg.crosstalk_decay_db_per_s * cfg.hop_ms / 1000 / 10)
         self._own_margin = 10 ** (cfg.own_margin_db / 10)
         self._onset_own_margin = 10 ** (cfg.onset_own_margin_db / 10)
+        self._shared_margin = 10 ** (cfg.shared_margin_db / 10)
         self._keep = ms_samples(cfg.own_span_keep_ms)
         self._not_own_gain = 10 ** (-cfg.not_own_attenuation_db / 20)
         seed_db = (  # calibrated: [source][mic]; learned on from the seed
@@ -74,6 +86,7 @@ class Coupling:
         with the sources' power held at peaks and decaying at `crosstalk_decay_db_per_s` (it
         judges onsets and what an utterance was); the present one only keeps a player's
         utterance going (a second caller's words right after a loud one of the first).
+        Neither is the mic's own where it hears what every mic hears alike (:meth:`_alike`).
         Each coupling is learned (time constant `crosstalk_learn_time_ms` of learning hops)
         while its source is `speaking`, the loudest and `crosstalk_learn_above_db` over its
         band floor, and the other mic is idle; mics of different gains are learned as they are.
@@ -88,7 +101,9 @@ class Coupling:
             np.fill_diagonal(crosstalk, 0.0)
             return p / np.maximum(crosstalk.max(axis=0), 1e-30)
 
-        held, now = over_crosstalk(self._src_hold), over_crosstalk(p)
+        alike = self._alike(p, talking)
+        held = np.where(alike, 0.0, over_crosstalk(self._src_hold))
+        now = np.where(alike, 0.0, over_crosstalk(p))
         self._log.append(np.repeat(held[None, :].astype(np.float32), self._hop, axis=0))
         src = int(np.argmax(p))
         if speaking[src] and p[src] > self._learn_above * self._band_floor[src]:
@@ -99,6 +114,26 @@ class Coupling:
             lo, hi = self._range
             self.matrix[src, idle] = np.clip(np.exp(log_c), lo, hi)
         return held > self._own_margin, now > self._own_margin, p
+
+    def _alike(self, p: np.ndarray, talking: np.ndarray) -> np.ndarray:
+        """Per mic, whether its band power `p` is no more over its band floor than the
+        quietest other mic's is over its own, give or take `shared_margin_db`, once the
+        crosstalk expected on each (of this mic's player, and of the other `talking` players,
+        held at their peaks) is taken from it: sound every mic hears alike (never with fewer
+        than `shared_min_mics` mics)."""
+        n = self._channels
+        if n < self._cfg.shared_min_mics:
+            return np.zeros(n, bool)
+        expected = self.matrix * np.where(talking, self._src_hold, 0.0)[:, None]  # [source, mic]
+        np.fill_diagonal(expected, 0.0)
+        others = np.broadcast_to(expected, (n, n, n)).copy()  # [mic, source, reference]
+        others[np.arange(n), np.arange(n), :] = 0.0
+        heard = np.maximum(self.matrix * p[:, None], others.max(axis=1))  # [mic, reference]
+        beyond = np.maximum(p[None, :] - heard, 1e-20)
+        over = beyond / self._band_floor[None, :]
+        np.fill_diagonal(over, np.inf)
+        mine = np.maximum(p - expected.max(axis=0), 1e-20)
+        return mine / self._band_floor <= over.min(axis=1) * self._shared_margin
 
     def learn_floor(self, quiet: np.ndarray, band_power: np.ndarray, alpha: float) -> None:
         """Fold the `quiet` mics' band power into their band floor, at rate `alpha`."""

@@ -80,10 +80,15 @@ class OnsetConfig:
     learned (time constant `crosstalk_learn_time_ms` of learning hops) while the source is
     `crosstalk_learn_above_db` over its band floor and the other mic is idle. A mic's sound is
     its own when it exceeds `own_margin_db` (`onset_own_margin_db` for an onset to stand) over
-    every other mic's expected crosstalk; an utterance with less than `min_own_ms` of its own
-    sound (loud over the background and over crosstalk) was not its player's call. A
-    segment's audio more than `own_span_keep_ms` before its first or after its last own sound
-    is turned down by `not_own_attenuation_db` (see :attr:`Segment.samples`). Before that,
+    every other mic's expected crosstalk, and, at a table of `shared_min_mics` mics or more,
+    stands more than `shared_margin_db` further over its band floor than the quietest other
+    mic does over its own, once the crosstalk each is expected to hear (of this one's
+    player, of the players already talking) is taken from it (sound every mic hears alike,
+    such as the next table's babble, is no one's own); an
+    utterance with less than `min_own_ms` of its own sound (loud over the background and
+    over crosstalk) was not its player's call. A segment's audio more than
+    `own_span_keep_ms` before its first or after its last own sound is turned down by
+    `not_own_attenuation_db` (see :attr:`Segment.samples`). Before that,
     the voices of the other players talking meanwhile are turned down in it by spectral
     subtraction, `crosstalk_oversubtract` times their expected crosstalk, to no less than
     `crosstalk_floor_db` (:func:`voice.hearing.crosstalk.suppress`; an over-subtraction of 0
@@ -143,6 +148,8 @@ class OnsetConfig:
     not_own_attenuation_db: float = 30.0
     crosstalk_oversubtract: float = 1.5
     crosstalk_floor_db: float = -10.0
+    shared_min_mics: int = 3
+    shared_margin_db: float = 3.0
 
     @property
     def hop_samples(self) -> int:
