@@ -59,6 +59,7 @@ class Coupling:
         self._rate = min(1.0, cfg.hop_ms / cfg.crosstalk_learn_time_ms)
         self._decay = 10 ** (-cfg.crosstalk_decay_db_per_s * cfg.hop_ms / 1000 / 10)
         self._own_margin = 10 ** (cfg.own_margin_db / 10)
+        self._plain_own_margin = 10 ** (cfg.plain_own_margin_db / 10)
         self._onset_own_margin = 10 ** (cfg.onset_own_margin_db / 10)
         self._shared_margin = 10 ** (cfg.shared_margin_db / 10)
         self._keep = ms_samples(cfg.own_span_keep_ms)
@@ -71,6 +72,7 @@ class Coupling:
         """[source, mic] band power ratio: what mic hears of the source's player."""
         self._band_floor = np.full(channels, np.nan)
         self._src_hold = np.zeros(channels)  # band power held at peaks, decaying like a room
+        self._held = np.zeros(channels)  # the last hop's power over its held crosstalk
         self._log = History(channels)  # per sample: its hop's power over crosstalk
         self._spans: list[list[list[int]]] = [[] for _ in range(channels)]  # [onset, end]
 
@@ -104,6 +106,7 @@ class Coupling:
         alike = self._alike(p, talking)
         held = np.where(alike, 0.0, over_crosstalk(self._src_hold))
         now = np.where(alike, 0.0, over_crosstalk(p))
+        self._held = held
         self._log.append(np.repeat(held[None, :].astype(np.float32), self._hop, axis=0))
         src = int(np.argmax(p))
         if speaking[src] and p[src] > self._learn_above * self._band_floor[src]:
@@ -134,6 +137,13 @@ class Coupling:
         np.fill_diagonal(over, np.inf)
         mine = np.maximum(p - expected.max(axis=0), 1e-20)
         return mine / self._band_floor <= over.min(axis=1) * self._shared_margin
+
+    def plainly_loud(self, band_power: np.ndarray, ratio: float) -> np.ndarray:
+        """Per mic, whether the hop :meth:`own` last judged is loud on its plain band power
+        (`band_power`, as :meth:`own` returned it): `ratio` over its band floor, and its own
+        by `plain_own_margin_db` over the crosstalk held from the talking mics, which a
+        reverberant room's copy of a caller does not reach."""
+        return (band_power > self._band_floor * ratio) & (self._held > self._plain_own_margin)
 
     def learn_floor(self, quiet: np.ndarray, band_power: np.ndarray, alpha: float) -> None:
         """Fold the `quiet` mics' band power into their band floor, at rate `alpha`."""

@@ -13,7 +13,8 @@ Each microphone is a small state machine, stepped every `hop_ms` (vectorised ove
   sound that was never the mic's own (crosstalk), is rejected, and the residual re-scanned
   from a hop later; an onset without `min_active_ms` of rising evidence is dropped; else the
   utterance is *speech* and its :class:`SpeechStart` is reported.
-* *speech*: it ends after `end_silence_ms` without an active hop, sooner when it is a knock,
+* *speech*: it ends after `end_silence_ms` without an active hop (`active_db` over the noise,
+  whitened, or over its band floor, plain), sooner when it is a knock,
   where a call rises out of a knock's ring, or after `max_segment_ms` (a change in the noise,
   whose floor is learned again); its :class:`SpeechEnd` is reported, and the mic is idle.
 
@@ -67,7 +68,10 @@ class OnsetConfig:
     background hops (refreshed every `level_update_ms`). The copy test compares band energy
     in `envelope_ms` bins (see :meth:`voice.hearing.bleed.Bleed.quieter_copy` for `copy_*`);
     residual echo decays at `echo_decay_db_per_s`. An onset must hold `min_active_ms` of
-    rising evidence within `confirm_ms` (clicks do not). A path's expected miss is bounded by
+    rising evidence within `confirm_ms` (clicks do not). A hop is active when its whitened power
+    is `active_db` over the noise, or its plain band power that far over its band floor while
+    it beats the crosstalk held from the talking mics by `plain_own_margin_db` and no residual
+    echo over the floor is expected in it. A path's expected miss is bounded by
     `bleed_leak_db` (min, max); an onset found while bleed is removed is a new source only if
     what is left exceeds `bleed_new_source_db` of what was removed. A source must add
     `bleed_min_gain` of explained energy to be kept in a fit. `max_segment_ms` ends a runaway
@@ -142,6 +146,7 @@ class OnsetConfig:
     crosstalk_learn_above_db: float = 25.0
     crosstalk_learn_time_ms: float = 2000.0
     own_margin_db: float = 6.0
+    plain_own_margin_db: float = 12.0
     onset_own_margin_db: float = 3.0
     min_own_ms: float = 80.0
     own_span_keep_ms: float = 30.0
@@ -355,7 +360,12 @@ class OnsetDetector:
         quiet = self._background.listen(sig.residual, power, still_idle & unbled)
         if quiet.any():
             self._coupling.learn_floor(quiet, band_power, self._background.floor_alpha)
-        loud = power > noise * self._active
+        # loud on the whitened power, over the noise; or plainly loud, on the band power: a
+        # filter that whitens babble (speech too) flattens a vowel heard over it as much as
+        # the babble. Not where the app's echo may be left (the band floor does not hold it).
+        echo_free = np.mean(self._echo.power.get(s, e), axis=0) < self._background.noise_floor()
+        plain = self._coupling.plainly_loud(band_power, self._active) & echo_free
+        loud = (power > noise * self._active) | plain
         active, held = loud & own_now, loud & own
         for ch in range(self.channels):
             state = self._state[ch]
