@@ -538,7 +538,6 @@ def test_a_second_caller_under_the_first_ones_bleed_is_not_heard_alike() -> None
     assert _own_hops(audio, 1, (n // 2 + 400, n), talking, 10 ** (db / 10)) >= 0.95
 
 
-
 def test_a_call_10db_over_babble_is_its_players_own() -> None:
     """The bench's scene commands-tune-021 (seed 0): "stop" 10 dB over the next tables'
     babble is an utterance of its mic, with its onset, and carries 80 ms or more of its own

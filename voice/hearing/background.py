@@ -193,6 +193,11 @@ class ResidualEcho:
             self._hold *= self._decay
         self.power.append(np.repeat(self._hold[None, :].astype(np.float32), e - s, axis=0))
 
+    @property
+    def level(self) -> np.ndarray:
+        """Per mic, the whitened residual echo power expected in the hop last tracked."""
+        return self._hold
+
     def trim_before(self, index: int) -> None:
         self._band.trim_before(index)
         self.power.trim_before(index)

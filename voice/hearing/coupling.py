@@ -72,7 +72,6 @@ class Coupling:
         """[source, mic] band power ratio: what mic hears of the source's player."""
         self._band_floor = np.full(channels, np.nan)
         self._src_hold = np.zeros(channels)  # band power held at peaks, decaying like a room
-        self._held = np.zeros(channels)  # the last hop's power over its held crosstalk
         self._log = History(channels)  # per sample: its hop's power over crosstalk
         self._spans: list[list[list[int]]] = [[] for _ in range(channels)]  # [onset, end]
 
@@ -106,7 +105,6 @@ class Coupling:
         alike = self._alike(p, talking)
         held = np.where(alike, 0.0, over_crosstalk(self._src_hold))
         now = np.where(alike, 0.0, over_crosstalk(p))
-        self._held = held
         self._log.append(np.repeat(held[None, :].astype(np.float32), self._hop, axis=0))
         src = int(np.argmax(p))
         if speaking[src] and p[src] > self._learn_above * self._band_floor[src]:
@@ -143,7 +141,8 @@ class Coupling:
         (`band_power`, as :meth:`own` returned it): `ratio` over its band floor, and its own
         by `plain_own_margin_db` over the crosstalk held from the talking mics, which a
         reverberant room's copy of a caller does not reach."""
-        return (band_power > self._band_floor * ratio) & (self._held > self._plain_own_margin)
+        held = self._log.get(self._log.end - 1, self._log.end)[0]
+        return (band_power > self._band_floor * ratio) & (held > self._plain_own_margin)
 
     def learn_floor(self, quiet: np.ndarray, band_power: np.ndarray, alpha: float) -> None:
         """Fold the `quiet` mics' band power into their band floor, at rate `alpha`."""

@@ -363,7 +363,7 @@ class OnsetDetector:
         # loud on the whitened power, over the noise; or plainly loud, on the band power: a
         # filter that whitens babble (speech too) flattens a vowel heard over it as much as
         # the babble. Not where the app's echo may be left (the band floor does not hold it).
-        echo_free = np.mean(self._echo.power.get(s, e), axis=0) < self._background.noise_floor()
+        echo_free = self._echo.level < self._background.noise_floor()
         plain = self._coupling.plainly_loud(band_power, self._active) & echo_free
         loud = (power > noise * self._active) | plain
         active, held = loud & own_now, loud & own
