@@ -49,31 +49,6 @@ BREAKDOWN_KEYS = (
 )
 """Figures shown again per split (tune / holdout) and per noise (clean / noisy)."""
 PLOT_DPI = 72
-ROOT = Path(__file__).resolve().parents[1]
-"""The repository: `make bench` writes its report into ROOT/bench and its key figures into
-ROOT/README.md."""
-README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
-README_FIGURES = (
-    "onset_error_median_ms",
-    "onset_error_p95_ms",
-    "utterances_missed_pct",
-    "first_speaker_30ms_pct",
-    "first_speaker_15_30ms_pct",
-    "first_speaker_text_15ms_pct",
-    "calls_over_app_heard_pct",
-    "bleed_false_utterances",
-    "command_accuracy_clean_pct",
-    "command_accuracy_babble10_pct",
-    "chatter_accepted_pct",
-    "real_call_clean_pct",
-    "real_word_clean_pct",
-    "real_call_clean_whisper_pct",
-    "real_word_clean_whisper_pct",
-    "latency_p95_ms",
-    "max_realtime_mics",
-    "peak_memory_mb",
-)
-"""The figures the top-level README shows, between README_BEGIN and README_END."""
 
 
 def _figure(
@@ -542,46 +517,6 @@ def _shortfalls(report: Record) -> list[str]:
     return out
 
 
-def readme_block(report: Record) -> str:
-    """The top-level README's table of key figures, with clean and noisy scenes apart."""
-    run, parts = report["run"], report["breakdown"]
-    figures = {f["key"]: f for f in report["figures"]}
-    lines = [
-        f"From the last `{run['command']}`: {run['date']}, {run['scenes']} scenes",
-        f"(the `{run['set']}` set, seed {run['seed']}), tie window {run['tie_window_ms']:g} ms.",
-        "*Clean* and *noisy* are the scenes without and with babble or clatter; every baseline",
-        "is measured in the same run. Full report: [bench/README.md](bench/README.md).",
-        "",
-        "| figure | orderup | clean | noisy | baseline | target | met? |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for key in README_FIGURES:
-        f = figures.get(key)
-        if f is None:
-            continue
-        at_least = f.get("at_least", {})
-        ours = _value(f["orderup"], f["unit"], f["note"], at_least.get("orderup", False))
-        split = [_value(parts[p].get(key), f["unit"]) if key in BREAKDOWN_KEYS else ""
-                 for p in ("clean", "noisy")]
-        base = (f"{_value(f['baseline'], f['unit'], at_least=at_least.get('baseline', False))}"
-                f" ({f['baseline_name']})")
-        lines.append(f"| {f['figure']} | {ours} | {split[0]} | {split[1]} | {base} | "
-                     f"{_target(f)} | {_met(f)} |")
-    return "\n".join(lines)
-
-
-def update_readme(report: Record, readme: Path) -> bool:
-    """Rewrite the block between README_BEGIN and README_END of ``readme`` with
-    :func:`readme_block`; False (and ``readme`` untouched) when it has no such block."""
-    text = readme.read_text(encoding="utf-8")
-    begin, end = text.find(README_BEGIN), text.find(README_END)
-    if begin < 0 or end < begin:
-        return False
-    head = text[: begin + len(README_BEGIN)]
-    readme.write_text(f"{head}\n{readme_block(report)}\n{text[end:]}", encoding="utf-8")
-    return True
-
-
 def _plot(report: Record, out: Path) -> list[str]:
     """The four plots as small PNGs; returns their file names."""
     import matplotlib
@@ -654,8 +589,7 @@ def _plot(report: Record, out: Path) -> list[str]:
 
 
 def write(report: Record, out: Path) -> None:
-    """README.md and the plots into ``out``; when ``out`` is the repository's bench/, the key
-    figures into the top-level README too (:func:`update_readme`)."""
+    """README.md and the plots into ``out``."""
     run = report["run"]
     m = run["machine"]
     plots = _plot(report, out)
@@ -723,5 +657,3 @@ The scenes, the tune/holdout splits, how each figure is measured and its baselin
 and throughput over scenes looped to {report['throughput']['duration_s']:g} s.
 """
     (out / "README.md").write_text(text, encoding="utf-8")
-    if out.resolve() == ROOT / "bench":
-        update_readme(report, ROOT / "README.md")
