@@ -15,9 +15,9 @@ from referee_helpers import in_process
 from engine.core import Event
 from scripts.scenes import mix_scene, spoken
 from voice.audio.files import WavSource, write_wav
-from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame
 from voice.audio.live import MicInput
-from voice.hearing.onsets import Segment
+from voice.hearing.onsets import Segment, SpeechEnd
 from voice.recognition.grammar import Grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.table.journal import Journal, Setup, restore
@@ -228,13 +228,42 @@ def test_at_a_calibrated_table_the_rooms_noise_is_not_a_call() -> None:
     calibration = TableSetup(PLAYERS, (MicInput(None, 0), MicInput(None, 1)), (-50.0, -65.0))
     ears = Ears(2, calibration=calibration)
 
+    call = spoken("got it")
+
     def heard(mic: int, level_db: float) -> Segment:
-        return Segment(mic, 16000, 24000, 1.0, 1.5, level_db, 14400, np.zeros(11200, np.float32),
-                       own_s=0.4)
+        return Segment(mic, 16000, 16000 + call.size, 1.0, 1.0 + call.size / RATE, level_db,
+                       16000, call, own_s=0.4)
 
     assert ears.is_other(heard(0, -48.0)) and not ears.is_other(heard(0, -30.0))
     assert not ears.is_other(heard(1, -48.0))  # that mic's room is quieter
     assert not Ears(2).is_other(heard(0, -48.0))  # uncalibrated: no floor to go by
+
+
+def test_a_knock_on_the_table_is_no_utterance_and_the_call_after_it_keeps_its_onset() -> None:
+    """Cutlery knocked on the table before a call sets off an utterance of its own: it holds
+    no speech-like sound, so it never reaches the recogniser or the arbiter as a call, and the
+    call after it is heard with its own onset."""
+    rng = np.random.default_rng(3)
+    t = np.arange(RATE // 4) / RATE
+    knock = rng.standard_normal(t.size) * np.exp(-t / 0.004)
+    for hz in (1900.0, 3300.0, 5100.0):
+        knock += 0.4 * np.sin(2 * np.pi * hz * t) * np.exp(-t / 0.05)
+    call_at = int(2.0 * RATE)
+    scene = mix_scene([(0, 0.3 * knock / np.abs(knock).max(), int(1.2 * RATE)),
+                       (0, spoken("got it"), call_at)], 2, noise_snr_db=35.0, seed=4,
+                      length=int(3.5 * RATE))
+    ears = Ears(2)
+    frames = [scene.audio[i : i + 320] for i in range(0, scene.audio.shape[0], 320)]
+    ended = [event.segment for i, block in enumerate(frames)
+             for event in ears.feed(AudioFrame(block.astype(np.float32), RATE, 2, i * 320,
+                                               i * 320 / RATE))
+             if isinstance(event, SpeechEnd)]
+    ended += [event.segment for event in ears.flush() if isinstance(event, SpeechEnd)]
+    knocks = [seg for seg in ended if seg.end_sample < call_at]
+    assert knocks and all(Ears.is_knock(seg) and ears.is_other(seg) for seg in knocks)
+    calls = [seg for seg in ended if not ears.is_other(seg)]
+    assert [seg.mic for seg in calls] == [0], calls
+    assert abs(calls[0].onset_sample - call_at) < 0.02 * RATE
 
 
 def test_a_killed_replay_resumed_on_its_recording_ends_as_the_whole_replay(tmp_path: Path) -> None:

@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from voice.audio.files import read_wav
-from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame
+from voice.audio.frames import (
+    MIN_SPEECH_MS,
+    PIPELINE_RATE_HZ,
+    SPEECH_FRAME,
+    AudioFrame,
+    speech_like_frames,
+)
 from voice.hearing.echo import EchoCanceller
 from voice.hearing.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognition.grammar import Grammar
@@ -124,10 +130,19 @@ class Ears:
             segment.level_db < self._noise_floor_db[segment.mic] + CALL_OVER_NOISE_DB
         )
 
+    @staticmethod
+    def is_knock(segment: Segment) -> bool:
+        """Whether a segment holds less speech-like sound than a call
+        (:data:`~voice.audio.frames.MIN_SPEECH_MS`): a knock of cutlery, a thump, a click."""
+        speech_ms = int(speech_like_frames(segment.samples).sum()) * SPEECH_FRAME * 1000
+        return speech_ms < MIN_SPEECH_MS * PIPELINE_RATE_HZ
+
     def is_other(self, segment: Segment) -> bool:
         """Whether a segment was not its player's call: another player's voice heard on that
-        mic (crosstalk) or background too faint to tell, or the app's own voice."""
-        return segment.not_own or self.is_background(segment) or self.is_app(segment)
+        mic (crosstalk) or background too faint to tell, the app's own voice, or no speech
+        at all (a knock)."""
+        return (segment.not_own or self.is_background(segment) or self.is_app(segment)
+                or self.is_knock(segment))
 
 
 @dataclass(frozen=True, eq=False)
