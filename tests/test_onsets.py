@@ -444,6 +444,34 @@ def test_a_call_rising_out_of_a_knocks_ring_has_its_own_onset(seed: int) -> None
     assert any(abs(t - 800) <= 10 for t in onsets_ms), onsets_ms
 
 
+@pytest.mark.parametrize("seed", range(1, 5))
+def test_a_call_after_clatter_that_kept_an_utterance_going_has_its_own_onset(seed: int) -> None:
+    """Five knocks 100 ms apart in a reverberant room, then a call: each knock rings on into
+    the next, and the last one's ring into the call, so one utterance runs from a knock into
+    the call. Its first 300 ms held no speech-like sound: the call is an utterance of its
+    own, with its own onset, and what came before it is a knock, no call."""
+    from scipy.signal import fftconvolve
+
+    from scripts.scenes import clatter_hit
+    from voice.table.pipeline import Ears
+
+    rng = np.random.default_rng(seed)
+    scene = mix_scene([(0, spoken("got it"), 19200)], 1, bleed=None, noise_snr_db=None,
+                      length=3 * PIPELINE_RATE_HZ)
+    audio = scene.audio[:, 0] + 0.003 * rng.standard_normal(scene.audio.shape[0])
+    t = np.arange(int(0.6 * PIPELINE_RATE_HZ)) / PIPELINE_RATE_HZ
+    room = 0.02 * rng.standard_normal(t.size) * 10 ** (-3 * t / 0.6)  # RT60 0.6 s
+    room[0] = 1.0
+    for at in range(9600, 17600, 1600):
+        knock = fftconvolve(clatter_hit(rng), room)[:PIPELINE_RATE_HZ]
+        audio[at : at + knock.size] += 0.3 * knock / np.abs(knock).max()
+    events, _ = detect(audio.astype(np.float32)[:, None])
+    call = scene.truth[0].onset_sample
+    heard = segments(events)
+    assert [abs(s.onset_sample - call) <= 20 * MS for s in heard].count(True) == 1, heard
+    assert all(Ears.is_knock(s) for s in heard if s.onset_sample < call - 20 * MS), heard
+
+
 @pytest.mark.parametrize("text", ["stop", "sorbet", "strawberry shortcake", "fish tacos"])
 def test_a_call_that_opens_on_a_hiss_is_not_taken_for_a_knock(text: str) -> None:
     """"s", "st", "f": no voice in them and a closure after, like a knock; the vowel behind

@@ -16,7 +16,9 @@ Each microphone is a small state machine, stepped every `hop_ms` (vectorised ove
 * *speech*: it ends after `end_silence_ms` without an active hop (`active_db` over the noise,
   whitened, or over its band floor, plain), sooner when it is a knock,
   where a call rises out of a knock's ring, or after `max_segment_ms` (a change in the noise,
-  whose floor is learned again); its :class:`SpeechEnd` is reported, and the mic is idle.
+  whose floor is learned again); its :class:`SpeechEnd` is reported, and the mic is idle. A
+  call found after knocks that kept it going is split from them there, with a
+  :class:`SpeechStart` of its own.
 
 What each step decides lives in its own module, with its own state:
 
@@ -76,7 +78,8 @@ class OnsetConfig:
     what is left exceeds `bleed_new_source_db` of what was removed. A source must add
     `bleed_min_gain` of explained energy to be kept in a fit. `max_segment_ms` ends a runaway
     utterance (a noise change). The `knock_*` fields say what a knock is and what its ring
-    is, out of which a call may rise (see :mod:`voice.hearing.knocks`).
+    is, out of which a call may rise, and how long a start without speech-like sound makes an
+    utterance knocks a call may be split from (see :mod:`voice.hearing.knocks`).
 
     Crosstalk (see :mod:`voice.hearing.coupling`): band power over `crosstalk_window_ms`, a
     source's held at peaks and decaying at `crosstalk_decay_db_per_s`; each
@@ -107,6 +110,7 @@ class OnsetConfig:
     knock_peak_ms: float = 10.0
     knock_decay_ms: float = 30.0
     knock_ring_ms: float = 600.0
+    knock_lead_ms: float = 300.0
     pre_roll_ms: float = 100.0
     post_roll_ms: float = 100.0
     highpass_hz: float = 100.0
@@ -265,7 +269,8 @@ class OnsetDetector:
         self._state = [_State.IDLE] * channels
         self._onset = [0] * channels
         self._last_active = [0] * channels
-        self._own_hops = [0] * channels  # hops of the utterance that were the mic's own
+        self._own_at: list[list[int]] = [[] for _ in range(channels)]
+        """Per mic: where each hop of its utterance that was its own ended."""
         self.rejected_bleed = 0
         """Onsets found to be copies of another mic and not reported."""
 
@@ -278,8 +283,8 @@ class OnsetDetector:
         for ch, state in enumerate(self._state):
             if state is _State.IDLE:
                 marks.append(int(self._changes.excursion[ch]))
-            elif state is _State.PENDING:
-                marks.append(self._onset[ch])
+            elif state is _State.PENDING or self._knocks.may_split(ch):
+                marks.append(self._onset[ch])  # pending, or a call may be split from its knocks
         return min(marks)
 
     @property
@@ -387,8 +392,9 @@ class OnsetDetector:
         if active:
             self._last_active[ch] = e
         if held:
-            self._own_hops[ch] += 1
+            self._own_at[ch].append(e)
         onset = self._onset[ch]
+        self._knocks.hear_lead(ch, onset, e, self._raw)
         call = self._knocks.call_out_of_ring(ch, power, onset, e, self._raw)
         quiet_for = e - self._last_active[ch]
         if call is not None:  # the knock ends where a call rises out of its ring
@@ -437,7 +443,7 @@ class OnsetDetector:
         self._knocks.begin(ch, sig.white[:, 0], sig.noise[:, 0])
         self._state[ch] = _State.SPEECH
         self._last_active[ch] = stop
-        self._own_hops[ch] = 0
+        self._own_at[ch] = []
         self._coupling.talk(ch, onset)
         events.append(SpeechStart(ch, onset, onset / self.rate_hz, self._done))
 
@@ -453,21 +459,33 @@ class OnsetDetector:
             self._start_pending(ch, onset, events)
 
     def _end(self, ch: int, events: list[Event]) -> None:
+        """End the utterance on `ch`; a call after knocks that kept it going
+        (:meth:`~voice.hearing.knocks.Knocks.call_after_knocks`) is an utterance of its own,
+        the knocks before it another, ended where it begins."""
         onset = self._onset[ch]
         end = max(self._last_active[ch], onset + 1)
+        call = self._knocks.call_after_knocks(ch, onset, end, self._raw, self._band)
+        if call is not None:
+            events.append(self._segment(ch, onset, call, call))
+            self._coupling.talk(ch, call)
+            events.append(SpeechStart(ch, call, call / self.rate_hz, self._done))
+            onset = call
+        events.append(self._segment(ch, onset, end, end + self._post_roll))
+        self._state[ch] = _State.IDLE
+        self._changes.reset(ch, self._done)
+
+    def _segment(self, ch: int, onset: int, end: int, stop: int) -> SpeechEnd:
+        """The utterance on `ch` from `onset` to `end`, its audio kept up to `stop`."""
         first = max(0, onset - self._pre_roll)
-        mics = self._raw.get(first, min(self._done, end + self._post_roll))
+        mics = self._raw.get(first, min(self._done, stop))
         body = mics[onset - first : end - first, ch]
         level_db = 10 * math.log10(float(np.mean(body * body)) + 1e-12)
-        own_ms = self._own_hops[ch] * self.config.hop_ms
-        seg = Segment(
+        own_ms = sum(onset < at <= end for at in self._own_at[ch]) * self.config.hop_ms
+        return SpeechEnd(Segment(
             ch, onset, end, onset / self.rate_hz, end / self.rate_hz, level_db, first,
             self._coupling.segment_audio(ch, end, first, mics), own_ms / 1000,
             own_ms < self.config.min_own_ms,
-        )
-        events.append(SpeechEnd(seg))
-        self._state[ch] = _State.IDLE
-        self._changes.reset(ch, self._done)
+        ))
 
     def _trim(self) -> None:
         keep = self._done - self.rate_hz  # a second of context for fits and re-scans
