@@ -367,3 +367,29 @@ def test_an_unfinished_phrase_does_not_wait_for_a_copy_heard_on_its_mic(tmp_path
         "--stack", str(stack), "--journal", str(tmp_path / "game.jsonl"))
     assert code == 0, err
     assert "Maya first." in out and "Maya takes Rocky." in out, out
+
+
+@pytest.mark.slow
+def test_unfinished_phrases_at_the_end_of_a_recording_are_not_lost(tmp_path: Path) -> None:
+    """Bob is still talking when the recording ends; Ann's and then Cara's "brownie and",
+    begun after him, are decoded only then, after his, and are unfinished: nothing more will
+    be heard, so each is released as it is, not left waiting for its rest."""
+    from voice.recognition.grammar import game_grammar
+    from voice.table.pipeline import Pipeline
+
+    players = ("Ann", "Bob", "Cara")
+    talk = spoken("so what did everyone think of the dessert we had last week",
+                  voice="en-gb", pitch=30, amplitude=0.6)
+    end = int(0.8 * RATE) + talk.size - int(0.3 * RATE)  # cut in Bob's last word
+    scene = mix_scene([(1, talk, int(0.8 * RATE)),
+                       (0, spoken("brownie and", voice="en-us", amplitude=0.6), int(2.4 * RATE)),
+                       (2, spoken("brownie and", voice="en-us+f3", amplitude=0.6),
+                        int(2.8 * RATE))],
+                      3, noise_snr_db=35.0, seed=5, length=end)
+    wav = tmp_path / "cut.wav"
+    write_wav(wav, scene.audio, RATE)
+    grammar = game_grammar("desserts", players)
+    pipeline = Pipeline(players, create_recognizer("sphinx"), lambda mic, onset_s: grammar)
+    heard = list(pipeline.run(WavSource(wav)))
+    assert [h.mic for h in heard] == [1, 0, 2], heard
+    assert [h.onset_s for h in heard[1:]] == pytest.approx([2.4, 2.8], abs=0.03)

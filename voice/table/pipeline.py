@@ -243,6 +243,7 @@ class Pipeline:
         self._ended: dict[tuple[float, int], _Ended] = {}  # by (onset_s, mic)
         self._now_s = 0.0
         self._recent: deque[AudioFrame] = deque()
+        self._joins_until_s = float("-inf")  # unfinished phrases give up waiting by then
         self.copies: deque[tuple[int, float, float]] = deque(maxlen=256)
         """The latest sounds heard on a mic as another player's: (mic, onset_s, end_s)."""
 
@@ -283,11 +284,13 @@ class Pipeline:
             self._recent.popleft()
 
     def finish(self) -> Iterator[list[Heard]]:
-        """End of the audio: yield everything still pending."""
-        yield from self._step(self.ears.flush())
-        self._give_up_joining(float("inf"))
+        """End of the audio: yield everything still pending. Nothing more will be heard, so
+        an unfinished phrase no longer waits for its rest: each is released as it is, those
+        decoded here too."""
+        detected = self.ears.flush()
         self.arbiter.close()
-        yield from self._step([])
+        self._joins_until_s = float("inf")
+        yield from self._step(detected)
 
     def run(self, frames: Iterable[AudioFrame]) -> Iterator[Heard]:
         """Every utterance of a recording, in onset order."""
@@ -309,9 +312,9 @@ class Pipeline:
             else:
                 self._ended[(event.segment.onset_s, event.segment.mic)] = _Ended(
                     event.segment, self._now_s)
-        self._give_up_joining(self.settled_s)
         self.arbiter.settle(self.settled_s)
         while True:
+            self._give_up_joining(max(self.settled_s, self._joins_until_s))
             yield [u.result for u in self.arbiter.ready() if u.result is not None]
             key = self._next_to_decode()
             if key is None:
