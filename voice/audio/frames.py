@@ -70,6 +70,11 @@ def speech_like_frames(samples: np.ndarray) -> np.ndarray:
     return like & neighbour
 
 
+def speech_like_ms(samples: np.ndarray) -> float:
+    """How much of mono `samples` (16 kHz) is speech-like (:func:`speech_like_frames`), in ms."""
+    return int(speech_like_frames(samples).sum()) * SPEECH_FRAME * 1000 / PIPELINE_RATE_HZ
+
+
 class AudioFileError(ValueError):
     """A WAV file that cannot be read: missing, not a WAV, corrupt or truncated."""
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voice.audio.frames import SPEECH_FRAME, speech_like_frames
+from voice.audio.frames import SPEECH_FRAME, speech_like_frames, speech_like_ms
 from voice.hearing.history import History, ms_samples
 
 RISE_DB = 6.0
@@ -37,7 +37,7 @@ class Knocks:
         self._hop = cfg.hop_samples
         self._knock = ms_samples(cfg.knock_ms)
         self._silence = ms_samples(cfg.knock_silence_ms)
-        self._speech = ms_samples(cfg.knock_speech_ms)
+        self._speech_ms = cfg.knock_speech_ms
         self._peak_hops = round(cfg.knock_peak_ms / cfg.hop_ms)
         self._decay_hops = round(cfg.knock_decay_ms / cfg.hop_ms)
         self._ring_hops = round(cfg.knock_ring_ms / cfg.hop_ms)
@@ -81,8 +81,7 @@ class Knocks:
         speech-like (`raw` is the mics' audio)."""
         if last_active - onset > self._knock:
             return False
-        speech = speech_like_frames(raw.get(onset, last_active)[:, ch])
-        return int(speech.sum()) * SPEECH_FRAME < self._speech
+        return speech_like_ms(raw.get(onset, last_active)[:, ch]) < self._speech_ms
 
     def call_out_of_ring(
         self, ch: int, power: float, onset: int, e: int, raw: History
@@ -113,8 +112,7 @@ class Knocks:
             low -= 1
         if p[-2:].min() < self._gamma * p[low]:
             return None
-        speech = speech_like_frames(raw.get(onset, e)[:, ch])
-        if int(speech.sum()) * SPEECH_FRAME >= self._speech:
+        if speech_like_ms(raw.get(onset, e)[:, ch]) >= self._speech_ms:
             self._ring[ch] = None
             return None
         return onset + low * self._hop
@@ -167,5 +165,5 @@ def rise(x: np.ndarray, hop: int, latest: int) -> int | None:
     at = int(t[best])
     ends = np.arange(at, max(hop, at - ms_samples(TROUGH_MS)) - 1, -hop)
     hop_power = energy[ends] - energy[ends - hop]
-    over = hop_power > 10 ** (RISE_DB / 10) * hop_power.min()
-    return at - hop * int(np.argmin(over)) if not over.all() else int(ends[-1]) - hop
+    quiet = hop_power <= 10 ** (RISE_DB / 10) * hop_power.min()  # the quietest at least
+    return int(ends[np.argmax(quiet)])

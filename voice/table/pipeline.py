@@ -25,13 +25,7 @@ from typing import Any
 import numpy as np
 
 from voice.audio.files import read_wav
-from voice.audio.frames import (
-    MIN_SPEECH_MS,
-    PIPELINE_RATE_HZ,
-    SPEECH_FRAME,
-    AudioFrame,
-    speech_like_frames,
-)
+from voice.audio.frames import MIN_SPEECH_MS, PIPELINE_RATE_HZ, AudioFrame, speech_like_ms
 from voice.hearing.echo import EchoCanceller
 from voice.hearing.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognition.grammar import Grammar
@@ -134,8 +128,7 @@ class Ears:
     def is_knock(segment: Segment) -> bool:
         """Whether a segment holds less speech-like sound than a call
         (:data:`~voice.audio.frames.MIN_SPEECH_MS`): a knock of cutlery, a thump, a click."""
-        speech_ms = int(speech_like_frames(segment.samples).sum()) * SPEECH_FRAME * 1000
-        return speech_ms < MIN_SPEECH_MS * PIPELINE_RATE_HZ
+        return speech_like_ms(segment.samples) < MIN_SPEECH_MS
 
     def is_other(self, segment: Segment) -> bool:
         """Whether a segment was not its player's call: another player's voice heard on that
@@ -243,7 +236,7 @@ class Pipeline:
         self._ended: dict[tuple[float, int], _Ended] = {}  # by (onset_s, mic)
         self._now_s = 0.0
         self._recent: deque[AudioFrame] = deque()
-        self._joins_until_s = float("-inf")  # unfinished phrases give up waiting by then
+        self._finished = False  # the audio has ended: unfinished phrases wait no more
         self.copies: deque[tuple[int, float, float]] = deque(maxlen=256)
         """The latest sounds heard on a mic as another player's: (mic, onset_s, end_s)."""
 
@@ -289,7 +282,7 @@ class Pipeline:
         decoded here too."""
         detected = self.ears.flush()
         self.arbiter.close()
-        self._joins_until_s = float("inf")
+        self._finished = True
         yield from self._step(detected)
 
     def run(self, frames: Iterable[AudioFrame]) -> Iterator[Heard]:
@@ -314,7 +307,7 @@ class Pipeline:
                     event.segment, self._now_s)
         self.arbiter.settle(self.settled_s)
         while True:
-            self._give_up_joining(max(self.settled_s, self._joins_until_s))
+            self._give_up_joining(float("inf") if self._finished else self.settled_s)
             yield [u.result for u in self.arbiter.ready() if u.result is not None]
             key = self._next_to_decode()
             if key is None:
