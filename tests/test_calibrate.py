@@ -47,6 +47,26 @@ def test_maps_each_player_to_the_mic_that_hears_them_loudest() -> None:
                zip(result.channels, result.level_db, strict=True))
 
 
+def test_a_knock_of_cutlery_during_a_turn_is_not_the_player() -> None:
+    """Plates knocked beside Priya's mic in Leo's turn are louder there than Leo is on his own
+    mic, and Priya's mic hears Leo 10 dB down: Leo is still Leo's mic, and the crosstalk is
+    what Priya's mic hears of Leo, not the knocks."""
+    from scripts.scenes import clatter_hit
+
+    gains = np.full((3, 3), -10.0)
+    np.fill_diagonal(gains, 0.0)
+    audio = names_recording(gains)
+    hit = clatter_hit(np.random.default_rng(3))
+    for at in (1.0, 2.2):  # after the name (said from 0.25 s)
+        start = int((1.5 + 3 + at) * RATE)
+        audio[start : start + hit.size, 2] += (1.0 / np.abs(hit).max()) * hit
+    old_peak = 20 * np.log10(np.abs(audio[int(4.5 * RATE) : int(7.5 * RATE)]).max(axis=0))
+    assert old_peak[2] > old_peak[1] + 6  # the knock is the loudest thing in Leo's turn
+    result = calibrate(audio, PLAYERS)
+    assert result.channels == (0, 1, 2)
+    np.testing.assert_allclose(result.crosstalk_db, np.where(np.eye(3), 0.0, -10.0), atol=1.0)
+
+
 def test_warns_when_a_mic_hears_another_player_louder() -> None:
     gains = np.full((3, 3), -18.0)
     np.fill_diagonal(gains, 0.0)

@@ -1,10 +1,11 @@
 """The table's set-up: which microphone is whose, and how well each one hears its player.
 
 Calibration has each player say their name in turn after a moment of silence.
-From that one recording it maps every player to the channel that hears them
-loudest, measures each mic's noise floor and level, and warns about a mic that
-hears another player about as loud as (or louder than) its own. The result is
-saved so ``orderup play`` uses it.
+From that one recording it maps every player to the channel that hears their name
+loudest (:func:`name_levels_db`: not a knock of cutlery in their turn), measures each mic's
+noise floor and level, and warns about a mic that hears another player about as loud as
+(or louder than) its own. The result is saved so
+``orderup play`` uses it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.audio.frames import (
+    MIN_SPEECH_MS,
+    PIPELINE_RATE_HZ,
+    SPEECH_FRAME,
+    frame_power,
+    speech_like_frames,
+)
 from voice.audio.live import MicInput
 
 FRAME_S = 0.02
@@ -28,6 +35,9 @@ NOISE_S = 1.5
 """Seconds of the room's silence calibration listens to first."""
 TURN_S = 3.0
 """Seconds each player has to say their name."""
+NAME_LEAD_S, NAME_TAIL_S = 0.1, 0.3
+"""A name is measured from this long before its first speech-like sound (a plosive's burst)
+to this long after its last (the room's reverberation of it)."""
 HEARD_DB = 10.0
 """A player's turn is heard when some mic hears it this far above the room's noise."""
 TRIES = 3
@@ -83,6 +93,35 @@ def levels_db(audio: np.ndarray, percentile: float) -> np.ndarray:
     frames = audio[:n].reshape(-1, frame, audio.shape[1]).astype(np.float64)
     rms = np.sqrt(np.mean(frames**2, axis=1)) + 1e-9
     return 20 * np.log10(np.percentile(rms, percentile, axis=0))
+
+
+def name_levels_db(turn: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """Per channel, how loud a turn's name is (dBFS): as :func:`levels_db`'s 98th percentile
+    of the turn's 20 ms frames, with the frames outside the name heard as the room (``room``:
+    the silence's levels, :func:`levels_db` at 50).
+
+    The name is the span of speech-like 10 ms frames
+    (:func:`~voice.audio.frames.speech_like_frames`) on the mic that hears the loudest
+    speech, from :data:`NAME_LEAD_S` before its first to :data:`NAME_TAIL_S` after its last.
+    A knock of cutlery before or after the name is loud on the mic nearest the plate, not
+    the player's, and is not speech; a turn with no speech at all is the room's level."""
+    frame = int(FRAME_S * PIPELINE_RATE_HZ)
+    n = len(turn) // frame
+    rms = np.sqrt(np.mean(turn[: n * frame].reshape(n, frame, -1).astype(np.float64) ** 2,
+                          axis=1)) + 1e-9  # [frame, channel]
+    like = np.stack([speech_like_frames(c) for c in turn.T], axis=1)  # 10 ms frames
+    power = np.stack([frame_power(c) for c in turn.T], axis=1)
+    enough = like.sum(axis=0) * SPEECH_FRAME >= MIN_SPEECH_MS * PIPELINE_RATE_HZ / 1000
+    name = np.zeros(n, bool)
+    if enough.any():
+        loudest = [np.percentile(power[like[:, c], c], 98) if enough[c] else 0.0
+                   for c in range(turn.shape[1])]
+        spoken = np.flatnonzero(like[:, int(np.argmax(loudest))]) * SPEECH_FRAME
+        first = max(0, int(spoken[0] - NAME_LEAD_S * PIPELINE_RATE_HZ)) // frame
+        last = int(spoken[-1] + SPEECH_FRAME + NAME_TAIL_S * PIPELINE_RATE_HZ) // frame
+        name[first : last + 1] = True
+    heard = np.where(name[:, None], rms, 10 ** (room / 20))
+    return 20 * np.log10(np.percentile(heard, 98, axis=0))
 
 
 @dataclass(frozen=True)
@@ -145,7 +184,7 @@ def listen_to_turns(
         prompt(f"{player}, say your name now.")
         for _ in range(TRIES - 1):
             turn = record(turn_s)
-            if float(np.max(levels_db(turn, 98) - floor)) >= HEARD_DB:
+            if float(np.max(name_levels_db(turn, floor) - floor)) >= HEARD_DB:
                 break
             prompt(f"{player}, I did not hear you: say your name again, now.")
         else:
@@ -172,7 +211,7 @@ def calibrate(
     floor = levels_db(audio[:noise_end], 50)
     turn = int(turn_s * rate)
     turns = [audio[noise_end + i * turn : noise_end + (i + 1) * turn] for i in range(len(players))]
-    heard = np.array([levels_db(t, 98) for t in turns])  # heard[player's turn, channel]
+    heard = np.array([name_levels_db(t, floor) for t in turns])  # heard[player's turn, channel]
     channels = [int(np.argmax(row)) for row in heard]
     warnings: list[str] = []
     for i, p in enumerate(players):
