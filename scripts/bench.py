@@ -56,8 +56,10 @@ FRAME_MS = 20.0
 
 
 def scene_dir(set_name: str, seed: int) -> Path:
-    """Where the rendered scene set is cached: keyed by set, seed and the scene library."""
-    library = b"".join(p.read_bytes() for p in sorted(Path(scenes.__file__).parent.glob("*.py")))
+    """Where the rendered scene set is cached: keyed by set, seed and the scene library (and
+    make_scenes, which writes each scene's files)."""
+    sources = [*sorted(Path(scenes.__file__).parent.glob("*.py")), Path(make_scenes.__file__)]
+    library = b"".join(p.read_bytes() for p in sources)
     key = hashlib.sha1(library).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / "orderup-bench-scenes" / f"{set_name}-{seed}-{key}"
 

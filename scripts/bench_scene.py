@@ -38,6 +38,7 @@ import numpy as np
 
 from voice.audio.files import WavSource, read_wav
 from voice.audio.frames import PIPELINE_RATE_HZ
+from voice.audio.live import MicInput
 from voice.hearing.onsets import OnsetConfig
 from voice.recognition.grammar import Grammar, game_grammar
 from voice.recognition.intents import words
@@ -46,6 +47,7 @@ from voice.recognition.sphinx import decode_afresh
 from voice.table.arbiter import Utterance, rank
 from voice.table.games import GAMES as GAME_BINDINGS
 from voice.table.pipeline import Heard, Pipeline, recorded_frames
+from voice.table.setup import SetupError, TableSetup, calibrate
 
 RATE_HZ = PIPELINE_RATE_HZ
 GAMES = tuple(GAME_BINDINGS)
@@ -330,17 +332,34 @@ def score_segments(
 
 
 def _run_pipeline(
-    wav: Path, players: int, grammar: Grammar, sphinx: Recognizer
+    wav: Path, players: int, grammar: Grammar, sphinx: Recognizer,
+    calibration: TableSetup | None = None,
 ) -> tuple[list[Heard], int]:
     """The table's pipeline (:class:`voice.table.pipeline.Pipeline`) over the scene, every
-    utterance decoded with the scene's game grammar; returns the utterances it released (in
-    onset order) and the onsets it rejected as bleed."""
+    utterance decoded with the scene's game grammar, uncalibrated or with `calibration`;
+    returns the utterances it released (in onset order) and the onsets it rejected as bleed."""
     playback = wav.with_suffix(".app.wav")
     app = str(playback) if playback.exists() else None
     pipeline = Pipeline(PLAYERS[:players], sphinx, lambda mic, onset_s: grammar,
-                        app_channel=app is not None, tie_window_ms=TIE_WINDOW_MS)
+                        app_channel=app is not None, tie_window_ms=TIE_WINDOW_MS,
+                        calibration=calibration)
     heard = list(pipeline.run(recorded_frames(WavSource(wav), app)))
     return heard, pipeline.ears.detector.rejected_bleed
+
+
+def table_setup(wav: Path, players: int) -> TableSetup | None:
+    """The set-up ``orderup calibrate`` saves at the scene's table, from its calibration take
+    (NAME.calibration.wav), as the README's steps have players calibrate before a game; None
+    (an uncalibrated table) when calibration refuses the table or maps a player to another
+    mic than their own, as a table would then play."""
+    take = wav.with_name(f"{wav.stem}.calibration.wav")
+    try:
+        found = calibrate(read_wav(take), PLAYERS[:players])
+    except SetupError:
+        return None
+    if found.channels != tuple(range(players)):
+        return None
+    return found.table_setup([MicInput(None, ch) for ch in range(players)])
 
 
 def _run_naive(wav: Path) -> list[NaiveSegment]:
@@ -480,9 +499,6 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
                     _truth_cut(wav, u, grammar, backends.whisper)]
         records.append(record)
 
-    def count(classes: list[str]) -> dict[str, int]:
-        return {c: classes.count(c) for c in ("bleed", "app", "other")}
-
     out: dict[str, Any] = {
         "name": truth["name"],
         "kind": truth["kind"],
@@ -492,13 +508,45 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
         "mics": mics,
         "duration_s": truth["duration_s"],
         "utterances": records,
-        "false": {"orderup": count(our_classes), "naive": count(naive_classes)},
+        "false": {"orderup": _by_class(our_classes), "naive": _by_class(naive_classes)},
         "decode_ms": {k: [round(v, 2) for v in vs] for k, vs in decode_ms.items()},
         "rejected_bleed": rejected,
     }
     if truth["kind"] == "race":
         out["first"] = _first_speaker(truth, heard)
         out["at_once_ms"] = _race_at_once(backends, heard, grammar)
+    setup = table_setup(wav, mics)
+    if setup is not None:
+        out["calibrated"] = _calibrated(wav, truth, grammar, backends.sphinx, setup)
+    return out
+
+
+def _by_class(classes: list[str]) -> dict[str, int]:
+    """How many false utterances of each class (:func:`score_segments`)."""
+    return {c: classes.count(c) for c in ("bleed", "app", "other")}
+
+
+def _calibrated(
+    wav: Path, truth: dict[str, Any], grammar: Grammar, sphinx: Recognizer, setup: TableSetup
+) -> dict[str, Any]:
+    """The scene heard again at its table as ``orderup calibrate`` set it up: each player
+    utterance's onset error (ms, None when missed; in the order of ``utterances``), the false
+    utterances by class and, for races, who was first."""
+    heard, _ = _run_pipeline(wav, len(truth["mics_m"]), grammar, sphinx, setup)
+    utterances = truth["utterances"]
+    found, classes = score_segments(
+        utterances, [(h.mic, h.onset_sample, h.end_sample) for h in heard]
+    )
+    out: dict[str, Any] = {
+        "onset_error_ms": [
+            round((heard[found[i]].onset_sample - u["onset_sample"]) * 1000 / RATE_HZ, 3)
+            if i in found else None
+            for i, u in enumerate(utterances) if u["mic"] is not None
+        ],
+        "false": _by_class(classes),
+    }
+    if truth["kind"] == "race":
+        out["first"] = _first_speaker(truth, heard)
     return out
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import soundfile as sf
-from scenes import APP_VOICE, Line, Room, Voice, render_session, synth
+from scenes import APP_VOICE, Line, Room, Voice, calibration_take, render_session, synth
 
 from engine.core import Event
 from voice.audio.frames import PIPELINE_RATE_HZ
@@ -254,22 +254,13 @@ def write_ogg(path: Path, audio: np.ndarray) -> None:
             f.write(audio[start : start + 8192])
 
 
-CALIBRATION_NOISE_S, CALIBRATION_TURN_S = 1.5, 3.0
-"""The calibration take: silence, then a turn per player (orderup calibrate's defaults)."""
-
-
 def calibration(session: Session) -> TableSetup:
     """What 'orderup calibrate' saves at this table: the session's room, mics and voices
     (the same seed draws the same layout), each player saying their name in their turn."""
     names = [name for name, _ in session.players]
-    turns = [Line(CALIBRATION_NOISE_S + i * CALIBRATION_TURN_S + 0.5, i, name.lower())
-             for i, name in enumerate(names)]
-    take = render_session(
-        session.room, [voice for _, voice in session.players], turns, [], session.seed,
-        snr_db=session.snr_db, noise=session.noise,
-        length_s=CALIBRATION_NOISE_S + CALIBRATION_TURN_S * len(names),
-    )
-    found = calibrate(take.audio, names, CALIBRATION_NOISE_S, CALIBRATION_TURN_S)
+    take = calibration_take(session.room, [voice for _, voice in session.players], names,
+                            session.seed, snr_db=session.snr_db, noise=session.noise)
+    found = calibrate(take, names)
     for warning in found.warnings:
         print(f"{session.game} calibration: {warning}")
     return found.table_setup([MicInput(None, ch) for ch in range(len(names))])

@@ -2,7 +2,9 @@
 """Write a set of synthetic multichannel table scenes with their truth (issue 7).
 
 For every scene: NAME.wav (16 kHz, 16-bit, one channel per player's mic), NAME.json (the
-truth) and, when the app spoke, NAME.app.wav (what it played). Plus index.json listing the
+truth), NAME.calibration.wav (what `orderup calibrate` records at its table before the game:
+the room, then each player saying their name, scenes.SEAT_NAMES in seating order) and, when
+the app spoke, NAME.app.wav (what it played). Plus index.json listing the
 scenes. Same --set and --seed, same bytes.
 
 Truth (NAME.json): name, kind (race | commands | chatter | narration | session), seed, split
@@ -32,12 +34,19 @@ from pathlib import Path
 
 import scenes
 
+from voice.audio.files import write_wav
+
 
 def render(spec: scenes.SceneSpec, out: Path) -> tuple[float, int, float]:
     """Render and write one scene: (duration_s, bytes written, seconds taken)."""
     start = time.perf_counter()
     scene = scenes.make_scene(spec.kind, spec.condition, spec.seed)
     paths = scenes.write_scene(out, spec.name, scene)
+    c = spec.condition
+    take = scenes.calibration_take(c.room, c.voices, scenes.SEAT_NAMES[: c.n_players], spec.seed,
+                                   snr_db=c.snr_db, noise=c.noise, clip=c.clip)
+    paths.append(out / f"{spec.name}.calibration.wav")
+    write_wav(paths[-1], take, scenes.RATE_HZ)
     return (
         scene.truth["duration_s"],
         sum(p.stat().st_size for p in paths),

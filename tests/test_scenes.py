@@ -95,6 +95,22 @@ def test_every_kind_and_split_is_written_with_consistent_shapes(
             )
 
 
+def test_each_scene_comes_with_the_calibration_its_table_would_record(
+    test_set: Path, scenes: list
+) -> None:
+    """NAME.calibration.wav: the room, then each player saying their name, at the scene's
+    table; in the clean scenes calibration maps every player to their own mic."""
+    from voice.table.setup import NOISE_S, TURN_S, calibrate
+
+    for truth, _ in scenes:
+        mics = len(truth["mics_m"])
+        take = read_wav(test_set / f"{truth['name']}.calibration.wav")
+        assert take.shape[1] == mics and take.shape[0] >= (NOISE_S + TURN_S * mics) * 16000
+        if truth["condition"]["snr_db"] is None:
+            names = [f"p{i}" for i in range(mics)]
+            assert calibrate(take, names).channels == tuple(range(mics))
+
+
 def test_same_seed_same_bytes_and_another_seed_differs(test_set: Path, tmp_path: Path) -> None:
     make_scenes(tmp_path / "again", "--set", "test", "--jobs", "1")
     make_scenes(tmp_path / "other", "--set", "test", "--seed", "1")

@@ -28,6 +28,7 @@ files); ``dry`` is the unit tests' room-less mix (:func:`mix_scene`).
 
 Entry points (sibling scripts ``import scenes``, tests ``from scripts.scenes import ...``):
 :func:`make_scene`, :func:`render_session` (a whole scripted game, for the demo recording),
+:func:`calibration_take` (what ``orderup calibrate`` records at a scene's table),
 :func:`scene_set`, :func:`write_scene`, :func:`first_callers`, :func:`synth`; for the unit
 tests :func:`spoken` and :func:`mix_scene`.
 
@@ -60,7 +61,16 @@ from .rooms import (
     own_mic_response,
     table_layout,
 )
-from .sessions import KINDS, LEAD_S, TAIL_S, Line, make_scene, render_session
+from .sessions import (
+    KINDS,
+    LEAD_S,
+    SEAT_NAMES,
+    TAIL_S,
+    Line,
+    calibration_take,
+    make_scene,
+    render_session,
+)
 from .sets import FLITE_SHARE, RACE_GAPS_MS, SET_NAMES, SNRS_DB, SceneSpec, scene_set, write_scene
 from .speech import (
     APP_VOICE,
@@ -79,9 +89,10 @@ __all__ = [
     "APP_VOICE", "BABBLE_TALKERS", "CALLS", "CHATTER", "CLIP_MODES", "ESPEAK", "FLITE",
     "FLITE_SHARE", "ISM_MAX_ORDER", "KINDS", "LEAD_S", "LEVEL_SPREAD_DB", "MIC_FLOOR_DBFS",
     "NOISE_KINDS", "ONSET_FRACTION", "RACE_CALLS", "RACE_GAPS_MS", "RATE_HZ", "REF_DISTANCE_M",
-    "SET_NAMES", "SHOUT_DB", "SNRS_DB", "SOFT_KNEE", "SPEECH_PEAK", "SPEED_OF_SOUND_M_S",
+    "SEAT_NAMES", "SET_NAMES", "SHOUT_DB", "SNRS_DB", "SOFT_KNEE", "SPEECH_PEAK", "SPEED_OF_SOUND_M_S",
     "SPLITS", "TAIL_S", "TIE_WINDOW_MS", "BleedSpec", "Condition", "DryScene", "Layout", "Line",
-    "Pool", "Room", "Scene", "SceneSpec", "TruthCall", "Voice", "clatter_hit", "command_phrases",
+    "Pool", "Room", "Scene", "SceneSpec", "TruthCall", "Voice", "calibration_take", "clatter_hit",
+    "command_phrases",
     "delays_samples", "first_callers", "impulse_responses", "ism_order", "make_scene",
     "mix_scene", "narration_lines", "own_mic_response", "render_session", "scene_set",
     "spoken", "synth", "synthesizer", "table_layout", "voiced_span", "write_scene",

@@ -8,6 +8,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from voice.table.setup import NOISE_S as CALIBRATION_NOISE_S
+from voice.table.setup import TURN_S as CALIBRATION_TURN_S
+
 from .conditions import Condition
 from .phrases import CHATTER, RACE_CALLS, command_phrases, narration_lines
 from .render import Scene, Talker, announce, draw_talkers, render, say, speaker_volume_db
@@ -21,6 +24,9 @@ onset detector has heard the room for a while and knows its noise floor before a
 TAIL_S = (0.5, 0.8)
 """Room sound after a scene's last sound ends: longer than the detector's end-of-speech
 hangover (300 ms), so every utterance ends inside the scene as it would in a session."""
+SEAT_NAMES = ("ann", "bob", "cara", "dev", "eve", "finn", "gus", "hana")
+"""The players of a scene's table, seat by seat: the names they say when the table is
+calibrated (:func:`calibration_take`)."""
 
 
 @dataclass(frozen=True)
@@ -215,3 +221,24 @@ def render_session(
     ]
     end_s = max(s.onset_sample + s.signal.size for s in speech) / RATE_HZ
     return render("session", seed, layout, condition, speech, max(1.0, length_s - end_s), rng)
+
+
+def calibration_take(
+    room: Room,
+    players: Sequence[Voice],
+    names: Sequence[str],
+    seed: int,
+    *,
+    snr_db: float | None = None,
+    noise: str | None = None,
+    clip: str = "none",
+) -> np.ndarray:
+    """What ``orderup calibrate`` records before a game at the table ``seed`` draws (the same
+    room, seats, mics and voices as :func:`make_scene` and :func:`render_session` with that
+    seed), in the same noise: the room, then each player saying their name half a second
+    into their turn (its default lengths). (n, mics) float32."""
+    turns = [Line(CALIBRATION_NOISE_S + i * CALIBRATION_TURN_S + 0.5, i, name.lower())
+             for i, name in enumerate(names)]
+    length_s = CALIBRATION_NOISE_S + CALIBRATION_TURN_S * len(names)
+    return render_session(room, players, turns, [], seed, snr_db=snr_db, noise=noise,
+                          clip=clip, length_s=length_s).audio
