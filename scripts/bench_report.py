@@ -492,21 +492,22 @@ def calibrated_table(records: Sequence[Record]) -> list[Record]:
     rows = []
     for split in ("tune", "holdout"):
         chosen = [r for r in records if r["split"] == split and "calibrated" in r]
-        as_set_up = [{**r, **r["calibrated"], "utterances": [
-            {**u, "onset_error_ms": e}
-            for u, e in zip(r["utterances"], r["calibrated"]["onset_error_ms"], strict=True)],
-            "false": {"orderup": r["calibrated"]["false"]}} for r in chosen]
-        for how, rs in (("uncalibrated", chosen), ("calibrated", as_set_up)):
-            players = [u for r in rs for u in r["utterances"]]
+        for how, heard in (
+            ("uncalibrated", [{"onset_error_ms": [u["onset_error_ms"] for u in r["utterances"]],
+                               "false": r["false"]["orderup"],
+                               **({"first": r["first"]} if "first" in r else {})}
+                              for r in chosen]),
+            ("calibrated", [r["calibrated"] for r in chosen]),
+        ):
+            errors = [e for h in heard for e in h["onset_error_ms"]]
             rows.append({
-                "split": split, "how": how, "scenes": len(rs),
+                "split": split, "how": how, "scenes": len(heard),
                 "of": sum(r["split"] == split for r in records),
-                "missed_pct": _pct(sum(u["onset_error_ms"] is None for u in players),
-                                   len(players)),
-                "first_30ms_pct": _first_speaker(rs, 30.0, np.inf)["onsets"],
-                "first_15_30ms_pct": _first_speaker(rs, 15.0, 30.0)["onsets"],
-                "bleed": sum(r["false"]["orderup"]["bleed"] for r in rs),
-                "other": sum(r["false"]["orderup"]["other"] for r in rs),
+                "missed_pct": _pct(sum(e is None for e in errors), len(errors)),
+                "first_30ms_pct": _first_speaker(heard, 30.0, np.inf)["onsets"],
+                "first_15_30ms_pct": _first_speaker(heard, 15.0, 30.0)["onsets"],
+                "bleed": sum(h["false"]["bleed"] for h in heard),
+                "other": sum(h["false"]["other"] for h in heard),
             })
     return rows
 

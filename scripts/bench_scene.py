@@ -55,7 +55,9 @@ GAMES = tuple(GAME_BINDINGS)
 TIE_WINDOW_MS = 10.0
 """The tie window the first-speaker targets are stated for."""
 PLAYERS = ("ann", "bob", "cara", "dev", "eve", "finn", "gus", "hana")
-"""Seat names for the grammars' {player} slot (scenes never say names)."""
+"""Seat names for the grammars' {player} slot and calibration's players: the names
+scenes.SEAT_NAMES says in each scene's calibration take (not imported: the memory probe's
+fresh process needs no room model)."""
 NAIVE_FRAME_MS = 10.0
 NAIVE_THRESHOLD_DBFS = -40.0
 NAIVE_HANGOVER_MS = 300.0
@@ -481,7 +483,7 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
             record["naive_onset_error_ms"] = round(error * 1000 / RATE_HZ, 3)
         if i in ours:
             h = heard[ours[i]]
-            record["onset_error_ms"] = round((h.onset_sample - u["onset_sample"]) * 1000 / RATE_HZ, 3)
+            record["onset_error_ms"] = _onset_error_ms(h, u)
             record["end_to_delivery_ms"] = round(
                 h.delivered_s * 1000 - u["end_sample"] * 1000 / RATE_HZ, 1
             )
@@ -521,6 +523,11 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
     return out
 
 
+def _onset_error_ms(heard: Heard, utterance: dict[str, Any]) -> float:
+    """How far (ms) a heard utterance's onset is from its truth's, on its own mic."""
+    return round((heard.onset_sample - utterance["onset_sample"]) * 1000 / RATE_HZ, 3)
+
+
 def _by_class(classes: list[str]) -> dict[str, int]:
     """How many false utterances of each class (:func:`score_segments`)."""
     return {c: classes.count(c) for c in ("bleed", "app", "other")}
@@ -539,8 +546,7 @@ def _calibrated(
     )
     out: dict[str, Any] = {
         "onset_error_ms": [
-            round((heard[found[i]].onset_sample - u["onset_sample"]) * 1000 / RATE_HZ, 3)
-            if i in found else None
+            _onset_error_ms(heard[found[i]], u) if i in found else None
             for i, u in enumerate(utterances) if u["mic"] is not None
         ],
         "false": _by_class(classes),

@@ -4,8 +4,8 @@
 For every scene: NAME.wav (16 kHz, 16-bit, one channel per player's mic), NAME.json (the
 truth), NAME.calibration.wav (what `orderup calibrate` records at its table before the game:
 the room, then each player saying their name, scenes.SEAT_NAMES in seating order) and, when
-the app spoke, NAME.app.wav (what it played). Plus index.json listing the
-scenes. Same --set and --seed, same bytes.
+the app spoke, NAME.app.wav (what it played). Plus index.json listing the scenes. Same
+--set and --seed, same bytes.
 
 Truth (NAME.json): name, kind (race | commands | chatter | narration | session), seed, split
 (tune | holdout | null), rate_hz, n_samples, duration_s, condition (room dims_m and rt60_s,

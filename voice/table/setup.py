@@ -4,8 +4,7 @@ Calibration has each player say their name in turn after a moment of silence.
 From that one recording it maps every player to the channel that hears their name
 loudest (:func:`name_levels_db`: not a knock of cutlery in their turn), measures each mic's
 noise floor and level, and warns about a mic that hears another player about as loud as
-(or louder than) its own. The result is saved so
-``orderup play`` uses it.
+(or louder than) its own. The result is saved so ``orderup play`` uses it.
 """
 
 from __future__ import annotations
@@ -80,19 +79,23 @@ def _device(text: str) -> int | str:
     return int(text) if text.isdigit() else text
 
 
+def _frame_rms(audio: np.ndarray) -> np.ndarray:
+    """[20 ms frame, channel]: each frame's RMS."""
+    frame = int(FRAME_S * PIPELINE_RATE_HZ)
+    n = (len(audio) // frame) * frame
+    if n == 0:
+        raise SetupError("the calibration recording is too short")
+    frames = audio[:n].reshape(-1, frame, audio.shape[1]).astype(np.float64)
+    return np.sqrt(np.mean(frames**2, axis=1)) + 1e-9
+
+
 def levels_db(audio: np.ndarray, percentile: float) -> np.ndarray:
     """Per channel, the ``percentile`` of 20 ms frame levels (dBFS).
 
     The median gives a noise floor; a high percentile the level of a short
     word inside a turn that is mostly silence.
     """
-    frame = int(FRAME_S * PIPELINE_RATE_HZ)
-    n = (len(audio) // frame) * frame
-    if n == 0:
-        raise SetupError("the calibration recording is too short")
-    frames = audio[:n].reshape(-1, frame, audio.shape[1]).astype(np.float64)
-    rms = np.sqrt(np.mean(frames**2, axis=1)) + 1e-9
-    return 20 * np.log10(np.percentile(rms, percentile, axis=0))
+    return 20 * np.log10(np.percentile(_frame_rms(audio), percentile, axis=0))
 
 
 def name_levels_db(turn: np.ndarray, room: np.ndarray) -> np.ndarray:
@@ -106,13 +109,11 @@ def name_levels_db(turn: np.ndarray, room: np.ndarray) -> np.ndarray:
     A knock of cutlery before or after the name is loud on the mic nearest the plate, not
     the player's, and is not speech; a turn with no speech at all is the room's level."""
     frame = int(FRAME_S * PIPELINE_RATE_HZ)
-    n = len(turn) // frame
-    rms = np.sqrt(np.mean(turn[: n * frame].reshape(n, frame, -1).astype(np.float64) ** 2,
-                          axis=1)) + 1e-9  # [frame, channel]
+    rms = _frame_rms(turn)
     like = np.stack([speech_like_frames(c) for c in turn.T], axis=1)  # 10 ms frames
     power = np.stack([frame_power(c) for c in turn.T], axis=1)
     enough = like.sum(axis=0) * SPEECH_FRAME >= MIN_SPEECH_MS * PIPELINE_RATE_HZ / 1000
-    name = np.zeros(n, bool)
+    name = np.zeros(len(rms), bool)
     if enough.any():
         loudest = [np.percentile(power[like[:, c], c], 98) if enough[c] else 0.0
                    for c in range(turn.shape[1])]
