@@ -305,7 +305,9 @@ def _record(rec: Recognizer, audio: np.ndarray, grammar: Grammar) -> dict[str, A
     near = heard.nearest
     return {"whisper": heard.text, "nearest": near.phrase if near else "",
             "runner_up": near.runner_up if near else "", "distance": heard.distance,
-            "margin": heard.margin, "no_speech": heard.no_speech}
+            "margin": heard.margin, "no_speech": heard.no_speech,
+            "runner": heard.runner_up, "rival": heard.rival,
+            "runner_distance": heard.runner_distance, "weighed": heard.weighed}
 
 
 def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool, str, bool]) -> list[Result]:

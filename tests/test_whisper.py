@@ -25,6 +25,7 @@ from voice.recognition.whisper import (
     WhisperRecognizer,
     collapse_repeats,
     cut_loop,
+    written,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real_speech"
@@ -91,6 +92,27 @@ def test_a_synthesised_call_streamed_is_recognised_and_chatter_is_not() -> None:
     assert whisper().decode(speak("rocky road"), desserts).text == "rocky road"
     chatter = whisper().decode(speak("who wants another drink"), poutine())
     assert not chatter.understood, chatter
+
+
+def test_a_call_the_phones_leave_in_doubt_is_weighed_under_the_model() -> None:
+    """Whisper's text a phone from two calls ("bell", a phone from "beer"; "nobody ordered
+    thermos") or near none ("hot, nong, hot, nong, hot") is settled by the phrases'
+    likelihood under the model: the call said is understood."""
+    rec = whisper()
+    chaosteria = game_grammar("chaosteria", PLAYERS)
+    for text, voice, speed, grammar in (("bell", "en-gb", 140, chaosteria),
+                                        ("nobody ordered hummus", "en-us", 200, chaosteria),
+                                        ("hot dog", "en-us+f3", 200, poutine())):
+        (heard,) = rec.hear_many([speak(text, voice, speed)], grammar)
+        in_doubt = heard.distance > rec.tuning.max_distance or heard.margin < rec.tuning.min_margin
+        assert in_doubt and heard.weighed is not None, heard
+        assert (heard.hypothesis.text, heard.hypothesis.understood) == (text, True), heard
+
+
+def test_a_phrase_is_weighed_as_whisper_writes_it() -> None:
+    assert written("i serve bob the soup", poutine()) == "I serve Bob the soup."
+    assert written("give two to priya", poutine()) == "Give two to Priya."
+    assert written("stop", None) == "Stop."
 
 
 def test_silence_is_not_understood() -> None:

@@ -31,7 +31,7 @@ import hashlib
 import math
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -143,6 +143,17 @@ class WhisperTuning:
     """Also match the text with a word run said again right after itself said once
     ("stop, stop" → stop), and cut where its opening comes again (:func:`cut_loop`), where
     that comes nearer."""
+    weigh_distance: float = 0.4
+    """A call the phones leave in doubt (the nearest phrase farther than
+    :attr:`max_distance`, or not clearly nearer than the runner-up) is weighed under the
+    model when the phrase it may be is within this per phone (0: never): see
+    :meth:`WhisperRecognizer.weigh`."""
+    min_lead: float = 4.0
+    """Weighed, the likelier of the two phrases must be this many nats likelier than the
+    other."""
+    max_behind: float = 1.0
+    """Weighed, the likelier phrase may be at most this many nats less likely than
+    Whisper's own text."""
 
 
 # --- prompt --------------------------------------------------------------------------------
@@ -192,6 +203,13 @@ class Transcribed:
     margin: float
     no_speech: float
     hypothesis: Hypothesis
+    runner_up: str = ""
+    """The nearest other phrase: of the grammar, or (`rival`) of its rivals."""
+    rival: bool = False
+    runner_distance: float = math.inf
+    weighed: tuple[float, float, float] | None = None
+    """Log-likelihoods under the model (:meth:`WhisperRecognizer.weigh`) of Whisper's own
+    text, the nearest phrase and the runner-up, where the call was weighed."""
 
 
 @dataclass
@@ -336,7 +354,18 @@ class WhisperRecognizer:
         encoded = self.encode([a for a, _ in audio], [id(c) for c in calls])
         caps = [min(p.max_new, self.most_tokens(a)) for p, (a, _) in zip(prepared, audio)]
         texts, no_speech = self.generate(encoded, prepared, caps)
-        return [self.judge(t, ns, p, a) for t, ns, p, a in zip(texts, no_speech, prepared, audio)]
+        heard = [self.judge(t, ns, p, a) for t, ns, p, a in zip(texts, no_speech, prepared, audio)]
+        doubtful = [i for i, h in enumerate(heard) if self._doubtful(h)]
+        if doubtful:
+            whole = np.asarray(encoded)
+            weights = self.weigh(whole[doubtful], [
+                [written(" ".join(heard[i].words), gs[i]),
+                 written(heard[i].nearest.phrase, gs[i]),  # type: ignore[union-attr]
+                 written(heard[i].runner_up, gs[i].rivals if heard[i].rival else gs[i])]
+                for i in doubtful])
+            for i, w in zip(doubtful, weights):
+                heard[i] = self.settle(heard[i], (w[0], w[1], w[2]), audio[i])
+        return heard
 
     def encode(self, audio: Sequence[np.ndarray], keys: Sequence[Any] | None = None) -> Any:
         """Whisper's encoder on a batch of calls, each padded to the window (or the longest
@@ -407,6 +436,59 @@ class WhisperRecognizer:
         texts = [m.decode(r.sequences_ids[0]) for r in results]
         return texts, [float(r.no_speech_prob) for r in results]
 
+    def _doubtful(self, heard: Transcribed) -> bool:
+        """Whether a call the phones do not settle is to be weighed under the model."""
+        t = self.tuning
+        return (not heard.hypothesis.understood and heard.nearest is not None
+                and bool(heard.runner_up) and heard.no_speech <= t.max_no_speech
+                and min(heard.distance, heard.runner_distance) <= t.weigh_distance)
+
+    def weigh(self, encoded: np.ndarray, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """The log-likelihood under the model of each of `texts[i]`, written out, given the
+        i-th encoded call, with no prompt: what the model makes of the audio, unbiased. One
+        teacher-forced pass for all of them (CTranslate2's ``align``, whose token
+        probabilities are the text tokens'). The probabilities leave out the end of text, so
+        a phrase is weighed with its full stop: a phrase that stops short of the speech pays
+        for its full stop there."""
+        import ctranslate2
+
+        m = self._model
+        rows = [i for i, ts in enumerate(texts) for _ in ts]
+        tokens = [m.encode(" " + t.strip()) for ts in texts for t in ts]
+        features = ctranslate2.StorageView.from_array(np.ascontiguousarray(encoded[rows]))
+        aligned = m.whisper.align(features, [*m.sot_sequence, m.no_timestamps], tokens,
+                                  encoded.shape[1] * 2)
+        logs = [float(np.sum(np.log(np.maximum(a.text_token_probs, 1e-30)))) for a in aligned]
+        out: list[list[float]] = []
+        for ts in texts:
+            out.append(logs[: len(ts)])
+            logs = logs[len(ts):]
+        return out
+
+    def settle(self, heard: Transcribed, weighed: tuple[float, float, float],
+               audio: tuple[np.ndarray, int]) -> Transcribed:
+        """A doubtful call settled by its weights: the likelier of the nearest phrase and the
+        runner-up is understood when it is clearly the likelier (:attr:`WhisperTuning.min_lead`),
+        nearly as likely as Whisper's own text (:attr:`WhisperTuning.max_behind`), near the
+        text (:attr:`WhisperTuning.weigh_distance`) and a phrase of the grammar, not of its
+        rivals."""
+        t = self.tuning
+        free, near, runner = weighed
+        assert heard.nearest is not None
+        if near >= runner:
+            phrase, best, lead, distance = heard.nearest.phrase, near, near - runner, heard.distance
+            ours = True
+        else:
+            phrase, best, lead, distance = heard.runner_up, runner, runner - near, heard.runner_distance
+            ours = not heard.rival
+        settled = replace(heard, weighed=weighed)
+        if not (ours and lead >= t.min_lead and best >= free - t.max_behind
+                and distance <= t.weigh_distance):
+            return settled
+        confidence = float(np.clip(1.0 - distance / (2 * t.weigh_distance), 0.0, 1.0))
+        return replace(settled, hypothesis=Hypothesis(
+            phrase, True, confidence, _timings(phrase.split(), *audio)))
+
     def judge(self, text: str, no_speech: float, prepared: _Prepared,
                audio: tuple[np.ndarray, int]) -> Transcribed:
         tuning = self.tuning
@@ -416,45 +498,65 @@ class WhisperRecognizer:
             for reading in (collapse_repeats(said), cut_loop(said)):
                 if reading not in readings:  # "stop stop": both readings are "stop"
                     readings.append(reading)
-        best: tuple[float, float, Nearest | None, list[str]] = (math.inf, 0.0, None, said)
+        best: tuple[float, _Near | None, list[str]] = (math.inf, None, said)
         for heard_words in readings:
-            distance, margin, nearest = self._nearest(heard_words, prepared)
-            if nearest is not None and distance < best[0]:
-                best = (distance, margin, nearest, heard_words)
-        distance, margin, nearest, heard_words = best
-        nothing = Transcribed(text, tuple(heard_words), nearest, math.inf, 0.0, no_speech,
-                        Hypothesis(" ".join(heard_words), False, 0.0))
-        if nearest is None:
-            return nothing
-        understood = (distance <= tuning.max_distance and margin >= tuning.min_margin
+            near = self._nearest(heard_words, prepared)
+            if near is not None and near.distance < best[0]:
+                best = (near.distance, near, heard_words)
+        _, near, heard_words = best
+        nothing = Hypothesis(" ".join(heard_words), False, 0.0)
+        if near is None:
+            return Transcribed(text, tuple(heard_words), None, math.inf, 0.0, no_speech, nothing)
+        heard = Transcribed(text, tuple(heard_words), near.nearest, near.distance, near.margin,
+                            no_speech, nothing, near.runner_up, near.rival, near.runner_distance)
+        understood = (near.distance <= tuning.max_distance and near.margin >= tuning.min_margin
                       and no_speech <= tuning.max_no_speech)
         if not understood:
-            return Transcribed(text, tuple(heard_words), nearest, distance, margin, no_speech,
-                         nothing.hypothesis)
-        confidence = float(np.clip(1.0 - distance / (2 * tuning.max_distance), 0.0, 1.0))
-        return Transcribed(text, tuple(heard_words), nearest, distance, margin, no_speech,
-                     Hypothesis(nearest.phrase, True, confidence,
-                                _timings(nearest.phrase.split(), *audio)))
+            return heard
+        phrase = near.nearest.phrase
+        confidence = float(np.clip(1.0 - near.distance / (2 * tuning.max_distance), 0.0, 1.0))
+        return replace(heard, hypothesis=Hypothesis(phrase, True, confidence,
+                                                    _timings(phrase.split(), *audio)))
 
 
-    def _nearest(self, heard_words: list[str],
-                 prepared: _Prepared) -> tuple[float, float, Nearest | None]:
-        """The nearest phrase to some words, its distance and its margin over the runner-up
-        (the grammar's other phrases and its rivals), both per phone."""
+    def _nearest(self, heard_words: list[str], prepared: _Prepared) -> _Near | None:
+        """The nearest phrase to some words, its distance per phone, its margin over the
+        runner-up (the grammar's other phrases and its rivals) in phones, and the runner-up."""
         spelled = self._lexicon.spell(heard_words)
         phones = [p for w in heard_words for p in spelled[w][0]]
         nearest = prepared.matcher.nearest(phones)
         if nearest is None:
-            return math.inf, 0.0, None
-        runner_cost = nearest.runner_up_cost
+            return None
+        runner, runner_cost, rival = nearest.runner_up, nearest.runner_up_cost, False
         if prepared.rivals is not None:
-            rival = prepared.rivals.nearest(phones)
-            if rival is not None:
-                c = rival.cost if rival.phrase != nearest.phrase else rival.runner_up_cost
-                runner_cost = min(runner_cost, c)
+            theirs = prepared.rivals.nearest(phones)
+            if theirs is not None:
+                other, c = ((theirs.phrase, theirs.cost) if theirs.phrase != nearest.phrase
+                            else (theirs.runner_up, theirs.runner_up_cost))
+                if c < runner_cost:
+                    runner, runner_cost, rival = other, c, True
         scale = max(len(phones), nearest.phones, 1)
         margin = runner_cost - nearest.cost if math.isfinite(runner_cost) else 100.0
-        return nearest.cost / scale, margin, nearest
+        return _Near(nearest, nearest.cost / scale, margin, runner, rival, runner_cost / scale)
+
+
+@dataclass(frozen=True)
+class _Near:
+    nearest: Nearest
+    distance: float
+    margin: float
+    runner_up: str
+    rival: bool
+    runner_distance: float
+
+
+def written(phrase: str, grammar: Grammar | None) -> str:
+    """A phrase as Whisper writes a sentence: its first letter, "I" and the player names in
+    capitals, a full stop at the end ("i serve bob the soup" → I serve Bob the soup.)."""
+    names = set(grammar.slot_map.get("player", ())) if grammar is not None else set()
+    words = [w.capitalize() if w in names or w == "i" else w for w in phrase.split()]
+    text = " ".join(words)
+    return f"{text[:1].upper()}{text[1:]}." if text else text
 
 
 def collapse_repeats(words: Sequence[str]) -> list[str]:
