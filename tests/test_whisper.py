@@ -16,7 +16,7 @@ from scripts.scenes import spoken
 from voice.recognition.grammar import game_grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.recognition.models import locate
-from voice.recognition.nearest import text_words
+from voice.recognition.nearest import Lexicon, PhraseMatcher, text_words
 from voice.recognition.whisper import (
     MAX_NEW_SLACK,
     PINNED_SHA256,
@@ -172,6 +172,18 @@ def test_text_is_read_as_the_grammar_s_words() -> None:
     assert cut_loop(["ice", "cream", "sandwich", "ice", "cream", "sandwich", "ice"]) == ["ice", "cream", "sandwich"]
     assert cut_loop(["give", "two", "to", "bob"]) == ["give", "two", "to", "bob"]
     assert cut_loop(["stop"]) == ["stop"]
+
+
+def test_a_nasal_heard_for_a_stop_at_the_same_place_is_near_it() -> None:
+    """Whisper hears "Bob" as "mom" ("give, two to, mom"): m for b, n for d cost less
+    than other consonants, so the phrase is still Bob's, not Ann's."""
+    lexicon = Lexicon()
+    matcher = PhraseMatcher(poutine(), lexicon)
+    for said, meant in (("give two to mom", "give two to bob"), ("pop", "pop")):
+        words = said.split()
+        spelled = lexicon.spell(words)
+        nearest = matcher.nearest([p for w in words for p in spelled[w][0]])
+        assert nearest is not None and nearest.phrase == meant, nearest
 
 
 def test_whisper_writes_no_more_than_the_longest_phrase() -> None:

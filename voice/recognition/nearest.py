@@ -101,7 +101,8 @@ _NEAR = {  # pairs of phones that sound alike: substituting one for the other co
     0.3: ("AA AO", "AA AH", "AH AO", "AH UH", "AH ER", "IH IY", "IH EH", "EH AE", "UH UW",
           "OW AO", "EY EH", "AY AA", "AW AA"),
     0.4: ("P B", "T D", "K G", "F V", "S Z", "SH ZH", "CH JH", "TH DH", "M N", "N NG"),
-    0.5: ("TH F", "DH V", "S SH", "CH SH", "JH ZH", "T CH", "D JH", "DH D", "TH T"),
+    0.5: ("TH F", "DH V", "S SH", "CH SH", "JH ZH", "T CH", "D JH", "DH D", "TH T", "M B",
+          "N D"),
     0.6: ("L R", "W V", "R ER", "Y IY", "W UW", "HH _"),
 }
 
