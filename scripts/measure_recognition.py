@@ -302,12 +302,10 @@ class Result:
 def _record(rec: Recognizer, audio: np.ndarray, grammar: Grammar) -> dict[str, Any]:
     """What a Whisper recogniser heard and how near it came to the grammar (for --dump)."""
     heard = rec.hear_many([audio], grammar)[0]  # type: ignore[attr-defined]
-    near = heard.nearest
-    return {"whisper": heard.text, "nearest": near.phrase if near else "",
-            "runner_up": near.runner_up if near else "", "distance": heard.distance,
-            "margin": heard.margin, "no_speech": heard.no_speech,
-            "runner": heard.runner_up, "rival": heard.rival,
-            "runner_distance": heard.runner_distance, "weighed": heard.weighed}
+    return {"whisper": heard.text, "nearest": heard.nearest.phrase if heard.nearest else "",
+            "runner_up": heard.runner_up, "rival": heard.rival, "distance": heard.distance,
+            "runner_distance": heard.runner_distance, "margin": heard.margin,
+            "no_speech": heard.no_speech, "weighed": heard.weighed}
 
 
 def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool, str, bool]) -> list[Result]:
