@@ -4,7 +4,8 @@
 Renders the scene set once (cached under the temp dir, keyed by set, seed and the scene
 library's source), runs every scene through the pipeline and the baselines
 (scripts/bench_scene.py) on all cores, then measures on one core how many microphones the
-onset detector keeps up with, and each pipeline's peak memory in a fresh process. Writes
+onset detector keeps up with, and the table's pipeline decoding every utterance with each
+recogniser, and each pipeline's peak memory in a fresh process. Writes
 OUT/results.json (every figure, its baseline and target, and the raw per-scene results),
 OUT/README.md (the tables) and OUT/*.png (the plots; scripts/bench_report.py).
 
@@ -21,6 +22,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # one core per process: the throughput figures are per core
 
 import argparse
+import functools
 import hashlib
 import itertools
 import json
@@ -50,6 +52,8 @@ import scenes
 from voice.audio.files import read_wav
 from voice.audio.frames import AudioFrame
 from voice.hearing.onsets import OnsetDetector
+from voice.recognition.interface import Recognizer, create_recognizer
+from voice.table.pipeline import Pipeline
 
 FRAME_MS = 20.0
 """Block size fed to the detectors in the throughput test (as WAV replay and live audio)."""
@@ -109,37 +113,66 @@ def tiled_audio(wavs: list[Path], mics: int, duration_s: float) -> np.ndarray:
 
 
 def cpu_seconds(detector: str, audio: np.ndarray) -> float:
-    """CPU time (s) ``detector`` ("orderup" or "naive") takes over ``audio`` in 20 ms frames."""
+    """CPU time (s) ``detector`` takes over ``audio`` in 20 ms frames: "orderup" (the onset
+    detector), "naive", or a recogniser backend's name (the table's pipeline: onsets,
+    arbitration and every utterance decoded by that backend on one thread, against the
+    first game's grammar)."""
     block = round(FRAME_MS * bench_scene.RATE_HZ / 1000)
     mics = audio.shape[1]
+    frames = (AudioFrame(audio[at : at + block], bench_scene.RATE_HZ, mics, at,
+                         at / bench_scene.RATE_HZ) for at in range(0, audio.shape[0], block))
+    if detector in ("orderup", "naive"):
+        start = time.process_time()
+        if detector == "orderup":
+            onsets = OnsetDetector(mics)
+            for frame in frames:
+                onsets.feed(frame)
+            onsets.flush()
+        else:
+            naive = bench_scene.NaiveDetector(mics)
+            for frame in frames:
+                naive.feed(frame.samples)
+            naive.flush()
+        return time.process_time() - start
+    grammar = bench_scene.grammar_for(bench_scene.GAMES[0], len(bench_scene.PLAYERS))
+    recognizer = _recognizers(detector)
+    recognizer.prepare(grammar)
     start = time.process_time()
-    if detector == "orderup":
-        onsets = OnsetDetector(mics)
-        for at in range(0, audio.shape[0], block):
-            chunk = audio[at : at + block]
-            onsets.feed(AudioFrame(chunk, bench_scene.RATE_HZ, mics, at, at / bench_scene.RATE_HZ))
-        onsets.flush()
-    else:
-        naive = bench_scene.NaiveDetector(mics)
-        for at in range(0, audio.shape[0], block):
-            naive.feed(audio[at : at + block])
-        naive.flush()
+    pipeline = Pipeline([f"mic {i}" for i in range(mics)], recognizer, lambda *_: grammar)
+    for _ in pipeline.run(frames):
+        pass
     return time.process_time() - start
 
 
-def throughput(wavs: list[Path], duration_s: float, max_mics: int) -> dict[str, Any]:
-    """Real-time factor of each detector on one core at 1, 2, 4, … mics, doubling until the
-    onset detector falls behind real time or ``max_mics`` is reached."""
-    rows = []
+@functools.cache
+def _recognizers(backend: str) -> Recognizer:
+    """One recogniser per backend, loaded once (on one thread)."""
+    return create_recognizer(backend)
+
+
+def throughput(wavs: list[Path], duration_s: float, max_mics: int,
+               backends: tuple[str, ...]) -> dict[str, Any]:
+    """Real-time factor on one core at 1, 2, 4, … mics of each detector, and of the table's
+    pipeline with each of ``backends``, doubling until the onset detector falls behind real
+    time or ``max_mics`` is reached (a pipeline once behind is not measured further)."""
+    rows: list[dict[str, Any]] = []
+    behind: set[str] = set()
     mics = 1
     while mics <= max_mics:
         audio = tiled_audio(wavs, mics, duration_s)
-        row: dict[str, float] = {"mics": mics}
+        row: dict[str, Any] = {"mics": mics}
         for detector in ("orderup", "naive"):
             row[detector] = round(cpu_seconds(detector, audio) / duration_s, 4)
+        row["pipeline"] = {}
+        for backend in backends:
+            if backend not in behind:
+                row["pipeline"][backend] = round(cpu_seconds(backend, audio) / duration_s, 4)
+                if row["pipeline"][backend] >= 1.0:
+                    behind.add(backend)
         rows.append(row)
+        decoding = ", ".join(f"with {b} {f:.3f}" for b, f in row["pipeline"].items())
         print(f"  {mics:3d} mics: real-time factor {row['orderup']:.3f} "
-              f"(naive {row['naive']:.3f})", flush=True)
+              f"(naive {row['naive']:.3f}; the pipeline {decoding})", flush=True)
         if row["orderup"] >= 1.0:
             break
         mics *= 2
@@ -195,9 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     backends = ("sphinx", "free", *(("whisper",) if bench_scene.whisper_model() else ()))
     print(f"real voices: {', '.join(backends)}", flush=True)
     real = bench_real.measure(set_name, jobs, backends)
-    print("throughput of the onset detectors on one core", flush=True)
+    print("throughput on one core: the onset detectors, the pipeline with each backend",
+          flush=True)
     multi_mic = sorted(wavs, key=lambda w: -_mics(w))[:8]
-    speed = throughput(multi_mic, 3.0 if args.quick else 15.0, 16 if args.quick else 64)
+    speed = throughput(multi_mic, 3.0 if args.quick else 15.0, 16 if args.quick else 64,
+                       ("sphinx", *(("whisper",) if bench_scene.whisper_model() else ())))
     print("peak memory of each pipeline", flush=True)
     memory = peak_memory(multi_mic[0])
     rss_mb = max(
