@@ -501,33 +501,38 @@ def _breakdown_markdown(report: Record) -> str:
     return "\n".join(lines)
 
 
+def detection_row(split: str, how: str, heard: Sequence[Record], of: int) -> Record:
+    """Detection figures over scenes heard one way (`heard`: per scene, the player utterances'
+    ``onset_error_ms``, the ``false`` utterances by class and, for races, ``first``), `of`
+    the split's scenes."""
+    errors = [e for h in heard for e in h["onset_error_ms"]]
+    return {
+        "split": split, "how": how, "scenes": len(heard), "of": of,
+        "missed_pct": _pct(sum(e is None for e in errors), len(errors)),
+        "first_30ms_pct": _first_speaker(heard, 30.0, np.inf)["onsets"],
+        "first_15_30ms_pct": _first_speaker(heard, 15.0, 30.0)["onsets"],
+        "bleed": sum(h["false"]["bleed"] for h in heard),
+        "other": sum(h["false"]["other"] for h in heard),
+    }
+
+
 def calibrated_table(records: Sequence[Record]) -> list[Record]:
     """The scenes whose table ``orderup calibrate`` sets up, heard uncalibrated and then
     calibrated (``record["calibrated"]``), per split: detection figures side by side."""
     rows = []
     for split in ("tune", "holdout"):
         chosen = [r for r in records if r["split"] == split and "calibrated" in r]
-        for how, heard in (
-            ("uncalibrated", [{"onset_error_ms": [u["onset_error_ms"] for u in r["utterances"]],
-                               "false": r["false"]["orderup"],
-                               **({"first": r["first"]} if "first" in r else {})}
-                              for r in chosen]),
-            ("calibrated", [r["calibrated"] for r in chosen]),
-        ):
-            errors = [e for h in heard for e in h["onset_error_ms"]]
-            rows.append({
-                "split": split, "how": how, "scenes": len(heard),
-                "of": sum(r["split"] == split for r in records),
-                "missed_pct": _pct(sum(e is None for e in errors), len(errors)),
-                "first_30ms_pct": _first_speaker(heard, 30.0, np.inf)["onsets"],
-                "first_15_30ms_pct": _first_speaker(heard, 15.0, 30.0)["onsets"],
-                "bleed": sum(h["false"]["bleed"] for h in heard),
-                "other": sum(h["false"]["other"] for h in heard),
-            })
+        of = sum(r["split"] == split for r in records)
+        rows.append(detection_row(split, "uncalibrated", [
+            {"onset_error_ms": [u["onset_error_ms"] for u in r["utterances"]],
+             "false": r["false"]["orderup"], **({"first": r["first"]} if "first" in r else {})}
+            for r in chosen], of))
+        rows.append(detection_row(split, "calibrated", [r["calibrated"] for r in chosen], of))
     return rows
 
 
-def _calibrated_markdown(rows: Sequence[Record]) -> str:
+def detection_markdown(rows: Sequence[Record]) -> str:
+    """:func:`detection_row` rows as a table."""
     head = ("| speakers | table | scenes | no onset | first speaker right, ≥ 30 ms / 15–30 ms "
             "| bleed reported | other false utterances |")
     lines = [head, "|---|---|---|---|---|---|---|"]
@@ -709,7 +714,7 @@ in the scene's noise); where calibration sets the table up (it refuses a player 
 than 10 dB over the room, two players loudest on one mic), the scene is heard again with
 that set-up (PocketSphinx), beside the same scenes uncalibrated from the figures above.
 
-{_calibrated_markdown(report['calibrated'])}
+{detection_markdown(report['calibrated'])}
 
 ## Throughput (one core)
 

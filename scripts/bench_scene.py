@@ -335,16 +335,17 @@ def score_segments(
 
 def _run_pipeline(
     wav: Path, players: int, grammar: Grammar, sphinx: Recognizer,
-    calibration: TableSetup | None = None,
+    calibration: TableSetup | None = None, onsets: OnsetConfig | None = None,
 ) -> tuple[list[Heard], int]:
     """The table's pipeline (:class:`voice.table.pipeline.Pipeline`) over the scene, every
-    utterance decoded with the scene's game grammar, uncalibrated or with `calibration`;
-    returns the utterances it released (in onset order) and the onsets it rejected as bleed."""
+    utterance decoded with the scene's game grammar, uncalibrated or with `calibration`, its
+    onset detector tuned by `onsets`; returns the utterances it released (in onset order)
+    and the onsets it rejected as bleed."""
     playback = wav.with_suffix(".app.wav")
     app = str(playback) if playback.exists() else None
     pipeline = Pipeline(PLAYERS[:players], sphinx, lambda mic, onset_s: grammar,
                         app_channel=app is not None, tie_window_ms=TIE_WINDOW_MS,
-                        calibration=calibration)
+                        calibration=calibration, onsets=onsets)
     heard = list(pipeline.run(recorded_frames(WavSource(wav), app)))
     return heard, pipeline.ears.detector.rejected_bleed
 
@@ -519,7 +520,7 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
         out["at_once_ms"] = _race_at_once(backends, heard, grammar)
     setup = table_setup(wav, mics)
     if setup is not None:
-        out["calibrated"] = _calibrated(wav, truth, grammar, backends.sphinx, setup)
+        out["calibrated"] = heard_at_table(wav, truth, grammar, backends.sphinx, setup)
     return out
 
 
@@ -533,13 +534,15 @@ def _by_class(classes: list[str]) -> dict[str, int]:
     return {c: classes.count(c) for c in ("bleed", "app", "other")}
 
 
-def _calibrated(
-    wav: Path, truth: dict[str, Any], grammar: Grammar, sphinx: Recognizer, setup: TableSetup
+def heard_at_table(
+    wav: Path, truth: dict[str, Any], grammar: Grammar, sphinx: Recognizer,
+    setup: TableSetup | None = None, onsets: OnsetConfig | None = None,
 ) -> dict[str, Any]:
-    """The scene heard again at its table as ``orderup calibrate`` set it up: each player
-    utterance's onset error (ms, None when missed; in the order of ``utterances``), the false
-    utterances by class and, for races, who was first."""
-    heard, _ = _run_pipeline(wav, len(truth["mics_m"]), grammar, sphinx, setup)
+    """The scene heard at its table, uncalibrated or as ``orderup calibrate`` set it up
+    (`setup`), its onset detector tuned by `onsets`: each player utterance's onset error (ms,
+    None when missed; in the order of ``utterances``), the false utterances by class and, for
+    races, who was first."""
+    heard, _ = _run_pipeline(wav, len(truth["mics_m"]), grammar, sphinx, setup, onsets)
     utterances = truth["utterances"]
     found, classes = score_segments(
         utterances, [(h.mic, h.onset_sample, h.end_sample) for h in heard]

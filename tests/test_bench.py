@@ -125,3 +125,29 @@ def test_the_pipeline_survives_every_scene(report: tuple[dict, Path]) -> None:
     results, _ = report
     assert results["failed"] == []
     assert len(results["scenes"]) == results["run"]["scenes"]
+
+
+def test_detection_alone_gives_the_bench_s_detection_figures(report: tuple[dict, Path]) -> None:
+    """scripts/measure_detection.py hears the scenes as the bench does: on the scenes
+    calibration sets up, its rows are the bench's calibrated table, line for line."""
+    _, out = report
+    bench_rows = [line for line in (out / "README.md").read_text(encoding="utf-8").splitlines()
+                  if line.startswith(("| tune | ", "| holdout | ")) and "calibrated |" in line]
+    assert len(bench_rows) == 4
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "measure_detection.py"), "--quick", "--jobs", "2"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    ours = run.stdout.replace("| uncalibrated, calibration's scenes |", "| uncalibrated |")
+    for line in bench_rows:
+        assert line in ours.splitlines(), line
+
+
+def test_detection_alone_refuses_an_unknown_setting() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "measure_detection.py"), "--onsets",
+         '{"own_margin": 5}'], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False,
+    )
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "own_margin" in run.stderr

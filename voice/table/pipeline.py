@@ -27,7 +27,7 @@ import numpy as np
 from voice.audio.files import read_wav
 from voice.audio.frames import MIN_SPEECH_MS, PIPELINE_RATE_HZ, AudioFrame, speech_like_ms
 from voice.hearing.echo import EchoCanceller
-from voice.hearing.onsets import OnsetDetector, Segment, SpeechEnd, SpeechStart
+from voice.hearing.onsets import OnsetConfig, OnsetDetector, Segment, SpeechEnd, SpeechStart
 from voice.recognition.grammar import Grammar
 from voice.recognition.interface import Hypothesis, Recognizer
 from voice.table.arbiter import DEFAULT_TIE_WINDOW_MS, Arbiter
@@ -83,11 +83,13 @@ class Ears:
     last channel), then onsets detected on the players' mics."""
 
     def __init__(
-        self, players: int, app_channel: bool = False, calibration: TableSetup | None = None
+        self, players: int, app_channel: bool = False, calibration: TableSetup | None = None,
+        onsets: OnsetConfig | None = None,
     ) -> None:
         setup = calibration or TableSetup((), ())
         self.detector = OnsetDetector(
-            players, crosstalk_db=np.array(setup.crosstalk_db) if setup.crosstalk_db else None)
+            players, onsets,
+            crosstalk_db=np.array(setup.crosstalk_db) if setup.crosstalk_db else None)
         self.echo = EchoCanceller(players) if app_channel else None
         self._noise_floor_db = np.array(setup.noise_floor_db) if setup.noise_floor_db else None
 
@@ -213,7 +215,7 @@ class Pipeline:
     order): the onset detector starts from its crosstalk instead of a guess (see
     :class:`OnsetDetector`), and what is no louder than its mic's measured noise is not a call
     (:meth:`Ears.is_background`). A pause inside an unfinished phrase up to ``join_gap_s`` does
-    not cut it in two.
+    not cut it in two. ``onsets`` tunes the onset detector (its defaults when None).
     """
 
     def __init__(
@@ -226,12 +228,13 @@ class Pipeline:
         calibration: TableSetup | None = None,
         tie_window_ms: float = DEFAULT_TIE_WINDOW_MS,
         join_gap_s: float = DEFAULT_JOIN_GAP_S,
+        onsets: OnsetConfig | None = None,
     ) -> None:
         self.players = tuple(players)
         self.recognizer = recognizer
         self.grammar_at = grammar_at
         self.join_gap_s = join_gap_s
-        self.ears = Ears(len(self.players), app_channel, calibration)
+        self.ears = Ears(len(self.players), app_channel, calibration, onsets)
         self.arbiter: Arbiter[Heard] = Arbiter(tie_window_ms)
         self._ended: dict[tuple[float, int], _Ended] = {}  # by (onset_s, mic)
         self._now_s = 0.0
