@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     multi_mic = sorted(wavs, key=lambda w: -_mics(w))[:8]
     speed = throughput(multi_mic, 3.0 if args.quick else 15.0, 16 if args.quick else 64,
-                       ("sphinx", *(("whisper",) if bench_scene.whisper_model() else ())))
+                       tuple(b for b in backends if b != "free"))
     print("peak memory of each pipeline", flush=True)
     memory = peak_memory(multi_mic[0])
     rss_mb = max(
