@@ -229,6 +229,12 @@ def game_of(text: str) -> str:
     raise ValueError(f"phrase {text!r} is in no game's grammar")
 
 
+def scene_game(truth: dict[str, Any]) -> str:
+    """The game a scene's phrases are decoded against: its first call's, else one by its seed."""
+    calls = [u for u in truth["utterances"] if u["role"] == "call"]
+    return game_of(calls[0]["text"]) if calls else GAMES[truth["seed"] % len(GAMES)]
+
+
 def _timed(decode: Any, *args: Any) -> tuple[Any, float]:
     """``decode(*args)`` and its wall time in ms."""
     start = time.perf_counter()
@@ -450,9 +456,7 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
     wav = Path(wav_path)
     truth = json.loads(wav.with_suffix(".json").read_text(encoding="utf-8"))
     mics = len(truth["mics_m"])
-    players = [u for u in truth["utterances"] if u["role"] != "app"]
-    calls = [u for u in players if u["role"] == "call"]
-    game = game_of(calls[0]["text"]) if calls else GAMES[truth["seed"] % len(GAMES)]
+    game = scene_game(truth)
     grammar = grammar_for(game, mics)
     heard, rejected = _run_pipeline(wav, mics, grammar, backends.sphinx)
     naive = _run_naive(wav)

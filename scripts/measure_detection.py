@@ -38,8 +38,8 @@ from voice.recognition.interface import Recognizer, create_recognizer
 _WORKER: list[tuple[Recognizer, OnsetConfig]] = []
 
 
-def _init(onsets: str) -> None:
-    _WORKER.append((create_recognizer("sphinx"), OnsetConfig(**json.loads(onsets))))
+def _init(onsets: OnsetConfig) -> None:
+    _WORKER.append((create_recognizer("sphinx"), onsets))
 
 
 def measure(wav_path: str) -> dict[str, Any]:
@@ -48,10 +48,7 @@ def measure(wav_path: str) -> dict[str, Any]:
     wav = Path(wav_path)
     truth = json.loads(wav.with_suffix(".json").read_text(encoding="utf-8"))
     mics = len(truth["mics_m"])
-    calls = [u for u in truth["utterances"] if u["role"] == "call"]
-    game = (bench_scene.game_of(calls[0]["text"]) if calls
-            else bench_scene.GAMES[truth["seed"] % len(bench_scene.GAMES)])
-    grammar = bench_scene.grammar_for(game, mics)
+    grammar = bench_scene.grammar_for(bench_scene.scene_game(truth), mics)
     out = {"split": truth["split"], "uncalibrated": bench_scene.heard_at_table(
         wav, truth, grammar, sphinx, onsets=onsets)}
     setup = bench_scene.table_setup(wav, mics)
@@ -85,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--onsets", default="{}", help="OnsetConfig fields as JSON")
     args = parser.parse_args(argv)
     try:
-        OnsetConfig(**json.loads(args.onsets))
+        onsets = OnsetConfig(**json.loads(args.onsets))
     except (ValueError, TypeError) as e:
         parser.exit(2, f"measure_detection: --onsets: {e}\n")
     jobs = max(1, args.jobs)
     wavs = bench.rendered("quick" if args.quick else "full", args.seed, jobs)
     print(f"hearing {len(wavs)} scenes on {jobs} processes", file=sys.stderr, flush=True)
     records = []
-    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(args.onsets,)) as pool:
+    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(onsets,)) as pool:
         for i, record in enumerate(pool.map(measure, map(str, wavs)), 1):
             records.append(record)
             if i % 20 == 0 or i == len(wavs):
