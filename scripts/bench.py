@@ -34,6 +34,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,34 +113,41 @@ def tiled_audio(wavs: list[Path], mics: int, duration_s: float) -> np.ndarray:
     raise ValueError("no scenes to tile")
 
 
-def cpu_seconds(detector: str, audio: np.ndarray) -> float:
-    """CPU time (s) ``detector`` takes over ``audio`` in 20 ms frames: "orderup" (the onset
-    detector), "naive", or a recogniser backend's name (the table's pipeline: onsets,
-    arbitration and every utterance decoded by that backend on one thread, against the
-    first game's grammar)."""
+def _frames(audio: np.ndarray) -> Iterator[AudioFrame]:
+    """``audio`` as the 20 ms frames a WAV replay or a live table delivers."""
     block = round(FRAME_MS * bench_scene.RATE_HZ / 1000)
-    mics = audio.shape[1]
-    frames = (AudioFrame(audio[at : at + block], bench_scene.RATE_HZ, mics, at,
-                         at / bench_scene.RATE_HZ) for at in range(0, audio.shape[0], block))
-    if detector in ("orderup", "naive"):
-        start = time.process_time()
-        if detector == "orderup":
-            onsets = OnsetDetector(mics)
-            for frame in frames:
-                onsets.feed(frame)
-            onsets.flush()
-        else:
-            naive = bench_scene.NaiveDetector(mics)
-            for frame in frames:
-                naive.feed(frame.samples)
-            naive.flush()
-        return time.process_time() - start
+    for at in range(0, audio.shape[0], block):
+        yield AudioFrame(audio[at : at + block], bench_scene.RATE_HZ, audio.shape[1], at,
+                         at / bench_scene.RATE_HZ)
+
+
+def detector_cpu_seconds(detector: str, audio: np.ndarray) -> float:
+    """CPU time (s) onset detection takes over ``audio``: "orderup" (the onset detector) or
+    "naive"."""
+    start = time.process_time()
+    if detector == "orderup":
+        onsets = OnsetDetector(audio.shape[1])
+        for frame in _frames(audio):
+            onsets.feed(frame)
+        onsets.flush()
+    else:
+        naive = bench_scene.NaiveDetector(audio.shape[1])
+        for frame in _frames(audio):
+            naive.feed(frame.samples)
+        naive.flush()
+    return time.process_time() - start
+
+
+def pipeline_cpu_seconds(backend: str, audio: np.ndarray) -> float:
+    """CPU time (s) the table's pipeline takes over ``audio``: onsets, arbitration and every
+    utterance decoded by ``backend`` on one thread, against the first game's grammar."""
     grammar = bench_scene.grammar_for(bench_scene.GAMES[0], len(bench_scene.PLAYERS))
-    recognizer = _recognizers(detector)
+    recognizer = _recognizers(backend)
     recognizer.prepare(grammar)
     start = time.process_time()
-    pipeline = Pipeline([f"mic {i}" for i in range(mics)], recognizer, lambda *_: grammar)
-    for _ in pipeline.run(frames):
+    pipeline = Pipeline([f"mic {i}" for i in range(audio.shape[1])], recognizer,
+                        lambda *_: grammar)
+    for _ in pipeline.run(_frames(audio)):
         pass
     return time.process_time() - start
 
@@ -162,11 +170,12 @@ def throughput(wavs: list[Path], duration_s: float, max_mics: int,
         audio = tiled_audio(wavs, mics, duration_s)
         row: dict[str, Any] = {"mics": mics}
         for detector in ("orderup", "naive"):
-            row[detector] = round(cpu_seconds(detector, audio) / duration_s, 4)
+            row[detector] = round(detector_cpu_seconds(detector, audio) / duration_s, 4)
         row["pipeline"] = {}
         for backend in backends:
             if backend not in behind:
-                row["pipeline"][backend] = round(cpu_seconds(backend, audio) / duration_s, 4)
+                row["pipeline"][backend] = round(
+                    pipeline_cpu_seconds(backend, audio) / duration_s, 4)
                 if row["pipeline"][backend] >= 1.0:
                     behind.add(backend)
         rows.append(row)
