@@ -1,5 +1,6 @@
 """Real people's voices in the benchmark (issue 28): recordings of ``../shared/real_speech``
-decoded by every recogniser side by side, clean and in babble at 10 dB.
+decoded by every recogniser side by side: clean, heard across a room, and at 10 dB in babble
+of synthesised voices and in babble of real ones.
 
 The clips, the speakers' parts (every third speaker held out, never tuned on), the
 conditions and the grammars are those of scripts/measure_recognition.py: one-word calls
@@ -20,7 +21,7 @@ from typing import Any
 
 import measure_recognition as mr
 
-CONDITIONS = {"full": ("clean", "babble"), "quick": ("clean",)}
+CONDITIONS = {"full": ("clean", "room", "babble", "real-babble"), "quick": ("clean",)}
 PER_WORD = {"full": 2, "quick": 1}
 """Clips of each word in each part the bench decodes, per scene set."""
 STRIDE = {"full": 1, "quick": 3}

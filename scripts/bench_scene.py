@@ -14,8 +14,8 @@ the scene's truth. In the same pass it runs the baselines the benchmark compares
 - Vosk with the grammar, where an English Vosk model is installed;
 - Whisper tiny.en held to the grammar (:mod:`voice.recognition.whisper`), where its model is
   installed (the set-up installs it), on the same segments: beside orderup's PocketSphinx,
-  and on each race's calls decoded at once (one encoder batch) against PocketSphinx decoding
-  them one after another, as the pipeline does.
+  and on each race's calls decoded at once, one after another as the pipeline decodes them
+  and in one encoder batch, against PocketSphinx decoding them one after another.
 
 A worker process calls :func:`init_worker` once (the recognisers load there), then
 :func:`measure_scene` per scene; the result is a JSON-ready dict (see :func:`measure_scene`).
@@ -422,12 +422,14 @@ def _truth_cut(
 
 def _race_at_once(backends: _Backends, heard: list[Heard], grammar: Grammar) -> dict[str, Any]:
     """A race's utterances decoded at once, ms from the moment all are heard to the last
-    text: PocketSphinx one after another (as the pipeline decodes them, its measured decode
-    times summed), Whisper in one batch (:meth:`~voice.recognition.whisper.WhisperRecognizer.decode_many`)."""
+    text: one after another, as the pipeline decodes them (PocketSphinx's measured decode
+    times summed; Whisper's, each decoded in turn), and Whisper's in one batch
+    (``whisper_batch``, :meth:`~voice.recognition.whisper.WhisperRecognizer.decode_many`)."""
     out: dict[str, Any] = {"n": len(heard), "sphinx": round(sum(h.decode_ms for h in heard), 2)}
     if backends.whisper is not None and heard:
-        _, ms = _timed(backends.whisper.decode_many, [h.samples for h in heard], grammar)
-        out["whisper"] = round(ms, 2)
+        each = [_timed(backends.whisper.decode, h.samples, grammar)[1] for h in heard]
+        _, batch = _timed(backends.whisper.decode_many, [h.samples for h in heard], grammar)
+        out["whisper"], out["whisper_batch"] = round(sum(each), 2), round(batch, 2)
     return out
 
 

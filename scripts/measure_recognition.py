@@ -4,7 +4,8 @@ Voices are split into a *tune* set (used to choose settings) and a *held-out* se
 never tuned on), both espeak-ng, and a *flite* set (flite's voices, built from recordings of
 people; reported, never tuned on). Each call is a synthesised utterance with a 50 ms pre-roll and a
 150 ms tail of silence (the onset detector keeps 100 ms of the room on either side), clean
-(a -45 dB noise floor), in babble (other espeak talkers) at 10 dB SNR, or with clatter: 400 ms
+(a -45 dB noise floor), in babble at 10 dB SNR (other espeak talkers; with real-babble, real
+people's recorded sentences, :func:`real_babble`), or with clatter: 400 ms
 of the room on either side and one or two knocks of cutlery somewhere in it, each 3-15 dB
 below the call's loudest 10 ms (the onset detector's segment starts at whichever came
 first, so a knock just before a call lands in it); with clatter, 100 clips of knocks alone
@@ -36,7 +37,7 @@ PocketSphinx: four threads), and each call's latency from the end of the race's 
 hypothesis is reported.
 
     .venv/bin/python scripts/measure_recognition.py [--split tune|heldout|flite|both|all|real]
-        [--noise clean|babble|clatter|room|all] [--per-game N] [--tuning JSON]
+        [--noise clean|babble|real-babble|clatter|room|all] [--per-game N] [--tuning JSON]
         [--whisper-tuning JSON] [--backend sphinx[,whisper]] [--moments] [--real]
         [--real-per-word N] [--latency N] [--dump FILE]
 
@@ -70,6 +71,7 @@ from engine.core import GameState
 from engine.decks import chaosteria, desserts, poutine
 from engine.desserts import GotIt
 from scripts.scenes import (
+    BABBLE_TALKERS,
     CHATTER,
     SPLITS,
     Room,
@@ -86,7 +88,7 @@ from voice.table.games import lookup
 from voice.table.options import TableOptions
 
 RATE_HZ = 16_000
-NOISES = ("clean", "babble", "clatter", "room")
+NOISES = ("clean", "babble", "real-babble", "clatter", "room")
 ROOMS = 12
 """Seats drawn per split for the room condition (their impulse responses are cached)."""
 KNOCK_CLIPS = 100
@@ -118,12 +120,45 @@ def speech(text: str, voice: tuple[str, int, int]) -> np.ndarray:
     return x[loud[0] : loud[-1] + 1]
 
 
+def _mix(talkers: list[np.ndarray]) -> np.ndarray:
+    """Talkers summed at equal power over their common length, at unit power."""
+    n = min(t.size for t in talkers)
+    mix = sum(t[:n] / t[:n].std() for t in talkers)
+    return (mix / mix.std()).astype(np.float32)
+
+
 @cache
 def babble() -> np.ndarray:
-    parts = [np.concatenate([speech(BABBLE_TEXT, v)] * 3) for v in BABBLE_VOICES]
-    n = min(p.size for p in parts)
-    mix = sum(p[:n] / p[:n].std() for p in parts)
-    return (mix / mix.std()).astype(np.float32)
+    return _mix([np.concatenate([speech(BABBLE_TEXT, v)] * 3) for v in BABBLE_VOICES])
+
+
+REAL_BABBLE_S = 60
+"""Length of each talker of :func:`real_babble`."""
+
+
+@cache
+def real_babble(part: str) -> np.ndarray:
+    """Babble of real people: :data:`BABBLE_TALKERS` talkers, each chaining the recorded
+    sentences of `part`'s speakers (trimmed, at equal voiced power) in its own random order
+    with 0.15-0.7 s pauses. Synthesised voices of the tune split hear the tune part's
+    speakers; every other split the held-out part's."""
+    part = "tune" if part == "tune" else "heldout"
+    sentences = []
+    for clip in real_clips():
+        if clip.kind == "sentence" and clip.part == part:
+            x = _read(REAL_SPEECH / clip.path)
+            loud = np.flatnonzero(np.abs(x) > 0.02 * np.abs(x).max())
+            x = x[loud[0] : loud[-1] + 1]
+            sentences.append(x / np.sqrt(np.mean(x[np.abs(x) > 0.05 * np.abs(x).max()] ** 2)))
+    rng = np.random.default_rng(zlib.crc32(part.encode()))
+    talkers = []
+    for _ in range(BABBLE_TALKERS):
+        parts: list[np.ndarray] = []
+        while sum(p.size for p in parts) < REAL_BABBLE_S * RATE_HZ:
+            for k in rng.permutation(len(sentences)):
+                parts += [sentences[k], np.zeros(int(rng.uniform(0.15, 0.7) * RATE_HZ))]
+        talkers.append(np.concatenate(parts)[rng.integers(RATE_HZ * 5):])
+    return _mix(talkers)
 
 
 def frame_peak(x: np.ndarray) -> float:
@@ -155,8 +190,8 @@ def scene(x: np.ndarray, noise: str, seed: int, split: str = "tune") -> np.ndarr
     y = np.concatenate([np.zeros(before, np.float32), x, np.zeros(after, np.float32)])
     voiced = x[np.abs(x) > 0.05 * np.abs(x).max()]
     power = float(np.mean(voiced.astype(np.float64) ** 2))
-    if noise == "babble":
-        b = babble()
+    if noise in ("babble", "real-babble"):
+        b = babble() if noise == "babble" else real_babble(split)
         start = int(rng.integers(0, b.size - y.size))
         return (y + b[start : start + y.size] * np.sqrt(power / 10)).astype(np.float32)
     if noise == "clatter":
@@ -484,7 +519,7 @@ def run_real(job: tuple[tuple[Clip, ...], str, str, str, bool]) -> list[RealResu
 
 def report_real(results: list[RealResult], verbose: bool) -> None:
     print("real speech: calls right | words that are not calls accepted | sentences accepted")
-    print(f"{'backend':9s}{'part':9s}{'noise':8s}{'grammar':12s}{'calls right':>16s}"
+    print(f"{'backend':9s}{'part':9s}{'noise':12s}{'grammar':12s}{'calls right':>16s}"
           f"{'non-calls acc':>16s}{'sentences acc':>16s}{'latency mean/p95':>20s}")
     keys = sorted({(r.backend, r.part, r.noise, r.grammar) for r in results},
                   key=lambda k: (REAL_PARTS.index(k[1]), k[2], k[3], k[0]))
@@ -498,7 +533,7 @@ def report_real(results: list[RealResult], verbose: bool) -> None:
             return f"{hit}/{n} {100 * hit / n:3.0f}%" if n else "-"
 
         lat = np.array([r.latency_s for r in rs]) * 1000
-        print(f"{key[0]:9s}{key[1]:9s}{key[2]:8s}{key[3]:12s}"
+        print(f"{key[0]:9s}{key[1]:9s}{key[2]:12s}{key[3]:12s}"
               f"{share(sum(r.right for r in calls), len(calls)):>16s}"
               f"{share(sum(r.accepted for r in words), len(words)):>16s}"
               f"{share(sum(r.accepted for r in sentences), len(sentences)):>16s}"
@@ -617,7 +652,11 @@ def main(argv: list[str] | None = None) -> int:
     backends = tuple(b.strip() for b in args.backend.split(",") if b.strip())
     splits = {"both": ("tune", "heldout"), "all": tuple(VOICES), "real": ()}.get(
         args.split, (args.split,))
-    noises = NOISES if args.noise == "all" else (args.noise,)
+    have_real = (REAL_SPEECH / "manifest.tsv").is_file()
+    if args.noise == "real-babble" and not have_real:
+        parser.error(f"real-babble needs the real recordings: no {REAL_SPEECH / 'manifest.tsv'}")
+    noises = (tuple(n for n in NOISES if have_real or n != "real-babble")
+              if args.noise == "all" else (args.noise,))
     dump = args.dump is not None
     jobs = [(v, n, s, args.per_game, args.moments, b, dump) for s in splits for n in noises
             for v in VOICES[s] for b in backends]
@@ -646,10 +685,10 @@ def main(argv: list[str] | None = None) -> int:
                                         **dict(rr.record)}) + "\n")
     kinds = tuple(dict.fromkeys(r.grammar for r in results))
     if results:
-        print(f"{'backend':9s}{'split':8s}{'noise':8s}{'grammar':12s}{'voice':24s}"
+        print(f"{'backend':9s}{'split':8s}{'noise':12s}{'grammar':12s}{'voice':24s}"
               f"{'calls ok':>12s}{'chatter acc':>14s}")
     for r in results:
-        print(f"{r.backend:9s}{r.split:8s}{r.noise:8s}{r.grammar:12s}{r.voice:24s}"
+        print(f"{r.backend:9s}{r.split:8s}{r.noise:12s}{r.grammar:12s}{r.voice:24s}"
               f"{r.calls - len(r.errors):6d}/{r.calls:<5d}{len(r.accepts):8d}/{r.chatter:<5d}")
         if args.verbose:
             for line in r.errors + r.accepts:
@@ -667,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
                     acc = sum(len(r.accepts) for r in rs)
                     lat = np.concatenate([r.latency_s for r in rs]) * 1000
                     label = "" if kind == GAME else f"{kind:12s}"
-                    print(f"{b:8s} {s:8s}{n:8s}{label} command accuracy {100 * ok / calls:5.1f}% "
+                    print(f"{b:8s} {s:8s}{n:12s}{label} command accuracy {100 * ok / calls:5.1f}% "
                           f"({ok}/{calls})  chatter accepted {100 * acc / chat:4.1f}% "
                           f"({acc}/{chat})  finish latency mean {lat.mean():.0f} ms "
                           f"p95 {np.percentile(lat, 95):.0f} ms")
