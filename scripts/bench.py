@@ -3,7 +3,9 @@
 
 Renders the scene set once (cached under the temp dir, keyed by set, seed and the scene
 library's source), runs every scene through the pipeline and the baselines
-(scripts/bench_scene.py) on all cores, then measures on one core how many microphones the
+(scripts/bench_scene.py) on all cores, decodes people's recordings (scripts/bench_real.py),
+hears the scenes with babble again babbled by recorded people (the full set, where the
+recordings are here), then measures on one core how many microphones the
 onset detector keeps up with, and the table's pipeline decoding every utterance with each
 recogniser, and each pipeline's peak memory in a fresh process. Writes
 OUT/results.json (every figure, its baseline and target, and the raw per-scene results),
@@ -11,7 +13,8 @@ OUT/README.md (the tables) and OUT/*.png (the plots; scripts/bench_report.py).
 
     .venv/bin/python scripts/bench.py [--quick] [--out bench] [--seed 0] [--jobs N]
 
-The full run (300 scenes) takes 5–8 minutes on 2 cores; --quick (18 scenes, races at gaps 0–45 ms) under one.
+The full run (300 scenes) takes about 25 minutes on 2 cores; --quick (18 scenes, races at
+gaps 0–45 ms) under one.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,8 +65,11 @@ FRAME_MS = 20.0
 
 def scene_dir(set_name: str, seed: int) -> Path:
     """Where the rendered scene set is cached: keyed by set, seed and the scene library (and
-    make_scenes, which writes each scene's files)."""
+    make_scenes, which writes each scene's files; and the recordings' manifest, for the set
+    they babble in)."""
     sources = [*sorted(Path(scenes.__file__).parent.glob("*.py")), Path(make_scenes.__file__)]
+    if set_name == scenes.RECORDED_BABBLE_SET:
+        sources.append(scenes.REAL_SPEECH / "manifest.tsv")
     library = b"".join(p.read_bytes() for p in sources)
     key = hashlib.sha1(library).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / "orderup-bench-scenes" / f"{set_name}-{seed}-{key}"
@@ -89,11 +95,14 @@ def rendered(set_name: str, seed: int, jobs: int) -> list[Path]:
     return [out / f"{spec.name}.wav" for spec in specs]
 
 
-def measure_scenes(wavs: list[Path], jobs: int) -> list[dict[str, Any]]:
-    """Every scene through the pipeline and the baselines, ``jobs`` scenes at a time."""
+def measure_scenes(wavs: list[Path], jobs: int,
+                   measure: Callable[[str], dict[str, Any]] = bench_scene.measure_or_fail,
+                   ) -> list[dict[str, Any]]:
+    """Every scene through the pipeline and the baselines (or `measure`), ``jobs`` scenes at a
+    time."""
     records = []
     with ProcessPoolExecutor(max_workers=jobs, initializer=bench_scene.init_worker) as pool:
-        for i, record in enumerate(pool.map(bench_scene.measure_or_fail, map(str, wavs)), 1):
+        for i, record in enumerate(pool.map(measure, map(str, wavs)), 1):
             records.append(record)
             if i % 20 == 0 or i == len(wavs):
                 print(f"  {i}/{len(wavs)} scenes measured", flush=True)
@@ -237,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     backends = ("sphinx", "free", *(("whisper",) if bench_scene.whisper_model() else ()))
     print(f"real voices: {', '.join(backends)}", flush=True)
     real = bench_real.measure(set_name, jobs, backends)
+    recorded = []
+    if set_name == "full" and scenes.have_recordings():
+        print("the scenes with babble again, babbled by recorded people", flush=True)
+        recorded = measure_scenes(rendered(scenes.RECORDED_BABBLE_SET, args.seed, jobs), jobs,
+                                  bench_scene.detection_or_fail)
     print("throughput on one core: the onset detectors, the pipeline with each backend",
           flush=True)
     multi_mic = sorted(wavs, key=lambda w: -_mics(w))[:8]
@@ -265,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
         "bench_peak_rss_mb": round(rss_mb, 1),
     }
-    report = bench_report.build(run, records, speed, memory, real)
+    report = bench_report.build(run, records, speed, memory, real, recorded)
     for failed in report["failed"]:
         print(f"  the pipeline raised on {failed['name']}: {failed['error']}", file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -381,11 +381,11 @@ def snr_table(records: Sequence[Record], models: dict[str, str | None]) -> list[
 
 def build(
     run: Record, records: list[Record], speed: dict[str, Any], memory: dict[str, float],
-    real: list[Record],
+    real: list[Record], recorded: list[Record],
 ) -> Record:
-    """The whole report: run details, figures, breakdowns, the raw results (the scenes', and
-    the real voices' decodes), and the scenes the pipeline raised on (left out of the
-    figures)."""
+    """The whole report: run details, figures, breakdowns, the raw results (the scenes', the
+    real voices' decodes and the scenes babbled by recorded people), and the scenes the
+    pipeline raised on (left out of the figures)."""
     models = run["models"]
     failed = [r for r in records if "error" in r]
     records = [r for r in records if "error" not in r]
@@ -408,11 +408,13 @@ def build(
             "noisy": breakdown(lambda r: r["snr_db"] is not None),
         },
         "calibrated": calibrated_table(records),
+        "recorded_babble": recorded_babble_table(records, recorded),
         "throughput": speed,
         "memory_mb": memory,
         "failed": failed,
         "scenes": records,
         "real_speech": real,
+        "recorded_babble_scenes": recorded,
     }
 
 
@@ -465,6 +467,15 @@ def _snr_markdown(rows: Sequence[Record], models: dict[str, str | None]) -> str:
     if not models.get("vosk"):
         lines.append("\nVosk: no English Vosk model here (`orderup models fetch vosk-en-small`).")
     return "\n".join(lines)
+
+
+def _recorded_babble_markdown(report: Record) -> str:
+    if not report["recorded_babble_scenes"]:
+        return ("Not measured: the quick set, or no recordings here (`../shared/real_speech`, "
+                "or `ORDERUP_REAL_SPEECH`).")
+    failed = [r["name"] for r in report["recorded_babble_scenes"] if "error" in r]
+    return detection_markdown(report["recorded_babble"]) + (
+        f"\n\nThe pipeline raised on {', '.join(failed)} (left out)." if failed else "")
 
 
 def _real_markdown(real: Sequence[Record]) -> str:
@@ -524,6 +535,13 @@ def detection_row(split: str, how: str, heard: Sequence[Record], of: int) -> Rec
     }
 
 
+def _uncalibrated(record: Record) -> Record:
+    """What :func:`detection_row` reads of a scene's record, heard uncalibrated."""
+    return {"onset_error_ms": [u["onset_error_ms"] for u in record["utterances"]],
+            "false": record["false"]["orderup"],
+            **({"first": record["first"]} if "first" in record else {})}
+
+
 def calibrated_table(records: Sequence[Record]) -> list[Record]:
     """The scenes whose table ``orderup calibrate`` sets up, heard uncalibrated and then
     calibrated (``record["calibrated"]``), per split: detection figures side by side."""
@@ -531,11 +549,32 @@ def calibrated_table(records: Sequence[Record]) -> list[Record]:
     for split in ("tune", "holdout"):
         chosen = [r for r in records if r["split"] == split and "calibrated" in r]
         of = sum(r["split"] == split for r in records)
-        rows.append(detection_row(split, "uncalibrated", [
-            {"onset_error_ms": [u["onset_error_ms"] for u in r["utterances"]],
-             "false": r["false"]["orderup"], **({"first": r["first"]} if "first" in r else {})}
-            for r in chosen], of))
+        rows.append(detection_row(split, "uncalibrated", [_uncalibrated(r) for r in chosen], of))
         rows.append(detection_row(split, "calibrated", [r["calibrated"] for r in chosen], of))
+    return rows
+
+
+def recorded_babble_table(records: Sequence[Record], recorded: Sequence[Record]) -> list[Record]:
+    """The scenes with babble, heard as in the figures (synthesised talkers babbling) beside
+    the same scenes babbled by recorded people (`recorded`: per scene,
+    :func:`bench_scene.heard_both_ways`), per split: uncalibrated, and calibrated where
+    calibration sets the table up both times."""
+    theirs = {r["name"]: r for r in recorded if "error" not in r}
+    rows = []
+    for split in ("tune", "holdout"):
+        pairs = [(r, theirs[r["name"]]) for r in records
+                 if r["split"] == split and r["name"] in theirs]
+        both = [(r, o) for r, o in pairs if "calibrated" in r and "calibrated" in o]
+        rows += [
+            detection_row(split, "uncalibrated, synthesised babble",
+                          [_uncalibrated(r) for r, _ in pairs], len(pairs)),
+            detection_row(split, "uncalibrated, recorded babble",
+                          [o["uncalibrated"] for _, o in pairs], len(pairs)),
+            detection_row(split, "calibrated, synthesised babble",
+                          [r["calibrated"] for r, _ in both], len(pairs)),
+            detection_row(split, "calibrated, recorded babble",
+                          [o["calibrated"] for _, o in both], len(pairs)),
+        ]
     return rows
 
 
@@ -723,6 +762,16 @@ than 10 dB over the room, two players loudest on one mic), the scene is heard ag
 that set-up (PocketSphinx), beside the same scenes uncalibrated from the figures above.
 
 {detection_markdown(report['calibrated'])}
+
+## Babble of recorded people
+
+The scenes with babble again, the same tables, players, calls and SNRs, babbled by people's
+recorded sentences (`../shared/real_speech`: the tune part's speakers at tune tables, the
+held-out part's at held-out ones; scripts/scenes/sets.py, `real-babble`) instead of
+synthesised talkers, each heard by the onset detector alone, beside the same scenes as the
+figures above heard them.
+
+{_recorded_babble_markdown(report)}
 
 ## Throughput (one core)
 

@@ -565,6 +565,32 @@ def heard_at_table(
     return out
 
 
+def heard_both_ways(wav_path: str, sphinx: Recognizer,
+                    onsets: OnsetConfig | None = None) -> dict[str, Any]:
+    """One scene's name and split, heard at its table uncalibrated and, where calibration
+    sets the table up, calibrated (:func:`heard_at_table`): onset detection alone, as
+    scripts/measure_detection.py and the bench's recorded babble measure it."""
+    wav = Path(wav_path)
+    truth = json.loads(wav.with_suffix(".json").read_text(encoding="utf-8"))
+    mics = len(truth["mics_m"])
+    grammar = grammar_for(scene_game(truth), mics)
+    out = {"name": truth["name"], "split": truth["split"],
+           "uncalibrated": heard_at_table(wav, truth, grammar, sphinx, onsets=onsets)}
+    setup = table_setup(wav, mics)
+    if setup is not None:
+        out["calibrated"] = heard_at_table(wav, truth, grammar, sphinx, setup, onsets)
+    return out
+
+
+def detection_or_fail(wav_path: str) -> dict[str, Any]:
+    """:func:`heard_both_ways` with this worker's PocketSphinx, or {"name", "error"} (as
+    :func:`measure_or_fail`)."""
+    try:
+        return heard_both_ways(wav_path, _WORKER[0].sphinx)
+    except Exception as exc:  # noqa: BLE001 - any failure of the code under test is a result
+        return {"name": Path(wav_path).stem, "error": f"{type(exc).__name__}: {exc}"}
+
+
 def peak_rss_mb(pipeline: str, wav_path: str) -> float:
     """Peak resident memory (MB) of this process after running ``pipeline`` over one scene:
     "orderup" (the onset detector, the grammar recogniser, the arbiter) or "baseline" (the

@@ -9,13 +9,14 @@ the app spoke, NAME.app.wav (what it played). Plus index.json listing the scenes
 
 Truth (NAME.json): name, kind (race | commands | chatter | narration | session), seed, split
 (tune | holdout | null), rate_hz, n_samples, duration_s, condition (room dims_m and rt60_s,
-voices per player, shouted, clip, snr_db, noise, gap_ms), ism_order, mouths_m, mics_m,
+voices per player, shouted, clip, snr_db, noise, gap_ms, babble), ism_order, mouths_m, mics_m,
 loudspeaker_m, mic_distance_m, utterances (in onset order: speaker and mic (null for the app),
 role call | chatter | app, text, voice, shouted, level_db, source_onset_sample,
 onset_sample / onset_s (arrival on the speaker's own mic; the app's: its earliest mic),
-end_sample, arrival_samples on every mic, grammar for commands), noise (kind, snr_db),
-peak_dbfs and clipped_samples per mic, expected (calls a referee should accept, in onset
-order, each with player, text, onset_sample, onset_s and gap_ms from the first; races add
+end_sample, arrival_samples on every mic, grammar for commands), noise (kind, snr_db,
+talkers: a synthesised babble talker's voice, or the speaker a recorded one is), peak_dbfs
+and clipped_samples per mic, expected (calls a referee should accept, in onset order, each
+with player, text, onset_sample, onset_s and gap_ms from the first; races add
 tie_window_ms and first).
 
 Run: .venv/bin/python scripts/make_scenes.py --set quick --out /tmp/scenes [--seed N]
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         help="scenes rendered in parallel (default: one per CPU; output is identical)",
     )
     args = parser.parse_args(argv)
+    if args.set == scenes.RECORDED_BABBLE_SET and not scenes.have_recordings():
+        parser.error(f"--set {args.set} babbles with people's recordings, and there are none "
+                     f"at {scenes.REAL_SPEECH} (ORDERUP_REAL_SPEECH names another folder)")
 
     specs = [s for s in scenes.scene_set(args.set, args.seed) if args.only in (None, s.kind)]
     args.out.mkdir(parents=True, exist_ok=True)

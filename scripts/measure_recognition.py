@@ -48,10 +48,7 @@ measurement run side by side, so a figure and how it was measured are read in on
 from __future__ import annotations
 
 import argparse
-import csv
-import hashlib
 import json
-import os
 import sys
 import threading
 import time
@@ -73,11 +70,18 @@ from engine.desserts import GotIt
 from scripts.scenes import (
     BABBLE_TALKERS,
     CHATTER,
+    REAL_PARTS,
+    REAL_SPEECH,
     SPLITS,
+    Clip,
     Room,
     Voice,
     clatter_hit,
+    have_recordings,
     own_mic_response,
+    read_clip,
+    real_clips,
+    sentences,
     synthesizer,
 )
 from voice.audio.frames import frame_power
@@ -139,24 +143,18 @@ REAL_BABBLE_S = 60
 @cache
 def real_babble(part: str) -> np.ndarray:
     """Babble of real people: :data:`BABBLE_TALKERS` talkers, each chaining the recorded
-    sentences of `part`'s speakers (trimmed, at equal voiced power) in its own random order
-    with 0.15-0.7 s pauses. Synthesised voices of the tune split hear the tune part's
-    speakers; every other split the held-out part's."""
+    sentences of `part`'s speakers (:func:`scripts.scenes.recorded.sentences`) in its own
+    random order with 0.15-0.7 s pauses. Synthesised voices of the tune split hear the tune
+    part's speakers; every other split the held-out part's."""
     part = "tune" if part == "tune" else "heldout"
-    sentences = []
-    for clip in real_clips():
-        if clip.kind == "sentence" and clip.part == part:
-            x = _read(REAL_SPEECH / clip.path)
-            loud = np.flatnonzero(np.abs(x) > 0.02 * np.abs(x).max())
-            x = x[loud[0] : loud[-1] + 1]
-            sentences.append(x / np.sqrt(np.mean(x[np.abs(x) > 0.05 * np.abs(x).max()] ** 2)))
+    said = [x for xs in sentences(part).values() for x in xs]
     rng = np.random.default_rng(zlib.crc32(part.encode()))
     talkers = []
     for _ in range(BABBLE_TALKERS):
         parts: list[np.ndarray] = []
         while sum(p.size for p in parts) < REAL_BABBLE_S * RATE_HZ:
-            for k in rng.permutation(len(sentences)):
-                parts += [sentences[k], np.zeros(int(rng.uniform(0.15, 0.7) * RATE_HZ))]
+            for k in rng.permutation(len(said)):
+                parts += [said[k], np.zeros(int(rng.uniform(0.15, 0.7) * RATE_HZ))]
         talkers.append(np.concatenate(parts)[rng.integers(RATE_HZ * 5):])
     return _mix(talkers)
 
@@ -390,8 +388,6 @@ def run_voice(job: tuple[tuple[str, int, int], str, str, int, bool, str, bool]) 
 
 # --- real speech ---------------------------------------------------------------------------
 
-REAL_SPEECH = Path(os.environ.get(
-    "ORDERUP_REAL_SPEECH", Path(__file__).resolve().parents[2] / "shared" / "real_speech"))
 COMMAND_PHRASES = """# one-word commands: the calls of a yes/no vote, a pointer game and a count
 yes
 no
@@ -406,7 +402,6 @@ off
 @slot digit: zero | one | two | three | four | five | six | seven | eight | nine
 {digit}
 """
-REAL_PARTS = ("tune", "heldout")
 
 
 @cache
@@ -414,36 +409,6 @@ def real_grammars() -> dict[str, Grammar]:
     """The grammars real words are decoded with: Miss Poutine's, and one-word commands."""
     return {"poutine": grammars()["poutine"],
             "commands": parse_phrases(COMMAND_PHRASES, source="COMMAND_PHRASES")}
-
-
-@dataclass(frozen=True)
-class Clip:
-    path: str
-    kind: str
-    text: str
-    speaker: str
-    source: str
-    part: str
-
-
-def real_clips(root: Path = REAL_SPEECH) -> list[Clip]:
-    """The manifest's clips, each with its speaker's part: within each source (the sentences
-    as one source), speakers ranked by the SHA-256 of their id; every third held out."""
-    with (root / "manifest.tsv").open(encoding="utf-8") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-
-    def stratum(row: dict[str, str]) -> str:
-        return "sentence" if row["kind"] == "sentence" else row["source"].split(" (")[0]
-
-    speakers: dict[str, set[str]] = defaultdict(set)
-    for row in rows:
-        speakers[stratum(row)].add(row["speaker"])
-    held: set[str] = set()
-    for group in speakers.values():
-        ranked = sorted(group, key=lambda s: hashlib.sha256(s.encode()).hexdigest())
-        held.update(s for i, s in enumerate(ranked) if i % 3 == 2)
-    return [Clip(r["path"], r["kind"], r["text"], r["speaker"], r["source"],
-                 "heldout" if r["speaker"] in held else "tune") for r in rows]
 
 
 def per_word(clips: list[Clip], most: int) -> list[Clip]:
@@ -459,15 +424,6 @@ def per_word(clips: list[Clip], most: int) -> list[Clip]:
             kept[key] += 1
             chosen.append(c)
     return chosen
-
-
-def _read(path: Path) -> np.ndarray:
-    import soundfile as sf
-
-    x, rate = sf.read(str(path), dtype="float32", always_2d=True)
-    if rate != RATE_HZ:
-        raise ValueError(f"{path}: {rate} Hz, expected {RATE_HZ}")
-    return x.mean(axis=1)
 
 
 @dataclass(frozen=True)
@@ -494,7 +450,7 @@ def run_real(job: tuple[tuple[Clip, ...], str, str, str, bool]) -> list[RealResu
     rec = _RECOGNIZERS[backend]
     out: list[RealResult] = []
     for k, clip in enumerate(clips):
-        x = _read(Path(root) / clip.path)
+        x = read_clip(Path(root) / clip.path)
         seed = zlib.crc32(clip.path.encode())
         audio = x if noise == "clean" else scene(x, noise, seed, clip.part)
         targets_ = dict(real_grammars())
@@ -652,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     backends = tuple(b.strip() for b in args.backend.split(",") if b.strip())
     splits = {"both": ("tune", "heldout"), "all": tuple(VOICES), "real": ()}.get(
         args.split, (args.split,))
-    have_real = (REAL_SPEECH / "manifest.tsv").is_file()
+    have_real = have_recordings()
     if args.noise == "real-babble" and not have_real:
         parser.error(f"real-babble needs the real recordings: no {REAL_SPEECH / 'manifest.tsv'}")
     noises = (tuple(n for n in NOISES if have_real or n != "real-babble")

@@ -4,6 +4,7 @@ the signal. Runs the command as a subprocess (nothing imports ``scripts``)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -197,6 +198,31 @@ def test_clipping_is_what_the_truth_says(scenes: list) -> None:
             assert at_full_scale.sum() == 0 and sum(truth["clipped_samples"]) == 0
         for mic, clipped in enumerate(truth["clipped_samples"]):
             assert (clipped > 0) == (at_full_scale[mic] > 0) or truth["condition"]["clip"] == "soft"
+
+
+REAL_SPEECH = Path(os.environ.get(
+    "ORDERUP_REAL_SPEECH", MAKE_SCENES.parents[2] / "shared" / "real_speech"))
+
+
+@pytest.mark.skipif(not (REAL_SPEECH / "manifest.tsv").is_file(),
+                    reason="people's recordings (../shared/real_speech) are not here")
+def test_recorded_babble_is_the_full_sets_babble_scenes_babbled_by_each_splits_own_people(
+    tmp_path: Path,
+) -> None:
+    full, recorded = tmp_path / "full", tmp_path / "recorded"
+    make_scenes(full, "--set", "full", "--only", "chatter")
+    make_scenes(recorded, "--set", "real-babble", "--only", "chatter")
+    synthesised = {t["name"]: t for t, _ in load(full)}
+    speakers: dict[str, set[str]] = {"tune": set(), "holdout": set()}
+    for truth, _ in load(recorded):
+        twin = synthesised[truth["name"]]
+        assert twin["noise"]["kind"] in ("babble", "both")
+        assert truth["condition"] == {**twin["condition"], "babble": "recorded"}
+        assert truth["utterances"] == twin["utterances"]
+        speakers[truth["split"]] |= {t["recorded"] for t in truth["noise"]["talkers"]}
+    assert all(speakers.values()) and not speakers["tune"] & speakers["holdout"]
+    with_babble = [t for t in synthesised.values() if t["noise"]["kind"] in ("babble", "both")]
+    assert len(load(recorded)) == len(with_babble)
 
 
 def test_holdout_voices_speeds_pitches_and_rooms_never_appear_in_tune(tmp_path: Path) -> None:

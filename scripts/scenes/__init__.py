@@ -8,7 +8,8 @@ and flite talkers (several voices, speeds and pitches; shouting louder and clipp
 times; flite's voices are built from recordings of people, espeak-ng's are formant
 synthesis, whose sounds PocketSphinx's model does not always take for speech), the
 app's narration from a laptop loudspeaker on the table, and background babble (other
-tables' talkers) and clatter (cutlery, plates) at a chosen SNR. Everything is drawn from
+tables' talkers, synthesised or, in the ``real-babble`` set, people's recorded sentences) and
+clatter (cutlery, plates) at a chosen SNR. Everything is drawn from
 one seed: the same seed gives the same samples, so the same WAV bytes.
 
 Scene kinds, each with what the referee should conclude (``truth["expected"]``):
@@ -21,7 +22,8 @@ Scene kinds, each with what the referee should conclude (``truth["expected"]``):
   the app's own utterance is marked ``role: "app"`` and must not count.
 
 Modules, in the order they build on each other: ``speech`` (synthesis and its one cache),
-``phrases`` (what is said), ``rooms`` (layout and impulse responses), ``conditions`` (how a
+``phrases`` (what is said), ``recorded`` (people's recordings and their split into tune and
+held-out speakers), ``rooms`` (layout and impulse responses), ``conditions`` (how a
 scene sounds, the splits), ``noises`` (babble, clatter), ``render`` (mixing a scene and its
 truth), ``sessions`` (the scene kinds, a scripted game), ``sets`` (the named scene sets,
 files); ``dry`` is the unit tests' room-less mix (:func:`mix_scene`).
@@ -39,6 +41,15 @@ from .conditions import CLIP_MODES, NOISE_KINDS, SPLITS, Condition, Pool
 from .dry import BleedSpec, DryScene, TruthCall, mix_scene
 from .noises import BABBLE_TALKERS, clatter_hit
 from .phrases import CALLS, CHATTER, RACE_CALLS, command_phrases, narration_lines
+from .recorded import (
+    REAL_PARTS,
+    REAL_SPEECH,
+    Clip,
+    have_recordings,
+    read_clip,
+    real_clips,
+    sentences,
+)
 from .render import (
     LEVEL_SPREAD_DB,
     MIC_FLOOR_DBFS,
@@ -71,7 +82,16 @@ from .sessions import (
     make_scene,
     render_session,
 )
-from .sets import FLITE_SHARE, RACE_GAPS_MS, SET_NAMES, SNRS_DB, SceneSpec, scene_set, write_scene
+from .sets import (
+    FLITE_SHARE,
+    RACE_GAPS_MS,
+    RECORDED_BABBLE_SET,
+    SET_NAMES,
+    SNRS_DB,
+    SceneSpec,
+    scene_set,
+    write_scene,
+)
 from .speech import (
     APP_VOICE,
     ESPEAK,
@@ -88,12 +108,13 @@ from .speech import (
 __all__ = [
     "APP_VOICE", "BABBLE_TALKERS", "CALLS", "CHATTER", "CLIP_MODES", "ESPEAK", "FLITE",
     "FLITE_SHARE", "ISM_MAX_ORDER", "KINDS", "LEAD_S", "LEVEL_SPREAD_DB", "MIC_FLOOR_DBFS",
-    "NOISE_KINDS", "ONSET_FRACTION", "RACE_CALLS", "RACE_GAPS_MS", "RATE_HZ", "REF_DISTANCE_M",
-    "SEAT_NAMES", "SET_NAMES", "SHOUT_DB", "SNRS_DB", "SOFT_KNEE", "SPEECH_PEAK",
-    "SPEED_OF_SOUND_M_S", "SPLITS", "TAIL_S", "TIE_WINDOW_MS", "BleedSpec", "Condition",
-    "DryScene", "Layout", "Line", "Pool", "Room", "Scene", "SceneSpec", "TruthCall", "Voice",
-    "calibration_take", "clatter_hit", "command_phrases", "delays_samples", "first_callers",
-    "impulse_responses", "ism_order", "make_scene", "mix_scene", "narration_lines",
-    "own_mic_response", "render_session", "scene_set", "spoken", "synth", "synthesizer",
-    "table_layout", "voiced_span", "write_scene",
+    "NOISE_KINDS", "ONSET_FRACTION", "RACE_CALLS", "RACE_GAPS_MS", "RATE_HZ", "REAL_PARTS",
+    "REAL_SPEECH", "RECORDED_BABBLE_SET", "REF_DISTANCE_M", "SEAT_NAMES", "SET_NAMES", "SHOUT_DB", "SNRS_DB", "SOFT_KNEE",
+    "SPEECH_PEAK", "SPEED_OF_SOUND_M_S", "SPLITS", "TAIL_S", "TIE_WINDOW_MS", "BleedSpec", "Clip",
+    "Condition", "DryScene", "Layout", "Line", "Pool", "Room", "Scene", "SceneSpec", "TruthCall",
+    "Voice", "calibration_take", "clatter_hit", "command_phrases", "delays_samples",
+    "first_callers", "have_recordings", "impulse_responses", "ism_order", "make_scene",
+    "mix_scene", "narration_lines", "own_mic_response", "read_clip", "real_clips",
+    "render_session", "scene_set", "sentences", "spoken", "synth", "synthesizer", "table_layout",
+    "voiced_span", "write_scene",
 ]

@@ -9,6 +9,9 @@ from .rooms import Room
 from .speech import Voice
 
 NOISE_KINDS = ("babble", "clatter", "both")
+BABBLE_VOICES = ("synthesised", "recorded")
+"""Who talks at the other tables: synthesised talkers, or people's recorded sentences
+(:mod:`.recorded`)."""
 CLIP_MODES = ("none", "soft", "hard")
 
 
@@ -57,7 +60,7 @@ class Condition:
     """How a scene sounds: room, players' voices, shouting, noise. ``split`` is "tune",
     "holdout" (scene sets) or None (a scripted session). ``noise`` is set exactly when
     ``snr_db`` is. ``gap_ms`` (races only) fixes the gap between the first two callers;
-    None draws it from 0–300 ms."""
+    None draws it from 0–300 ms. ``babble`` is who talks in the babble (BABBLE_VOICES)."""
 
     room: Room
     voices: tuple[Voice, ...]
@@ -67,6 +70,7 @@ class Condition:
     snr_db: float | None = None
     noise: str | None = None
     gap_ms: float | None = None
+    babble: str = "synthesised"
 
     def __post_init__(self) -> None:
         if not 2 <= len(self.voices) <= 8:
@@ -75,6 +79,8 @@ class Condition:
             raise ValueError(f"split {self.split!r} is not one of {sorted(SPLITS)} or None")
         if self.clip not in CLIP_MODES:
             raise ValueError(f"clip {self.clip!r} is not one of {CLIP_MODES}")
+        if self.babble not in BABBLE_VOICES:
+            raise ValueError(f"babble {self.babble!r} is not one of {BABBLE_VOICES}")
         if (self.snr_db is None) != (self.noise is None) or self.noise not in (None, *NOISE_KINDS):
             raise ValueError(
                 f"noise {self.noise!r} with snr_db {self.snr_db!r}: give both (noise one of "

@@ -1,16 +1,18 @@
-"""Background sound: babble (other tables' talkers chaining chatter) and clatter (knocks of
-cutlery and plates), as sources placed in the room."""
+"""Background sound: babble (other tables' talkers chaining chatter, or people's recorded
+sentences) and clatter (knocks of cutlery and plates), as sources placed in the room."""
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import asdict
 
 import numpy as np
 
 from .conditions import SPLITS
 from .phrases import CHATTER
+from .recorded import sentences
 from .rooms import Layout, Sound
 from .speech import RATE_HZ, Voice, synth
 
@@ -33,23 +35,40 @@ def _babble_talkers(split: str) -> tuple[Voice, ...]:
     )
 
 
+def _chain(say: Callable[[], np.ndarray], n: int, rng: np.random.Generator) -> np.ndarray:
+    """What `say` says, again and again with 0.15–0.7 s pauses, cut at a random point to `n`
+    samples, at a random level within ±4 dB."""
+    parts, length = [], 0
+    while length < n:
+        pause = np.zeros(int(rng.uniform(0.15, 0.7) * RATE_HZ))
+        parts += [say(), pause]
+        length += parts[-2].size + pause.size
+    signal = np.concatenate(parts)
+    skip = int(rng.integers(0, max(1, signal.size - n)))
+    return signal[skip : skip + n] * 10 ** (rng.uniform(-4, 4) / 20)
+
+
 def babble(
-    layout: Layout, split: str | None, start: int, n: int, rng: np.random.Generator
+    layout: Layout, split: str | None, start: int, n: int, rng: np.random.Generator,
+    recorded: bool = False,
 ) -> list[Sound]:
     """Other tables: each babble position a talker chaining chatter with short pauses, one of
-    the split's BABBLE_TALKERS (truth: just the voice)."""
-    talkers = _babble_talkers(split or "tune")
+    the split's BABBLE_TALKERS (truth: just the voice); `recorded`, one of the split's part's
+    recorded speakers chaining their sentences (:func:`.recorded.sentences`; truth: the
+    speaker)."""
     sounds = []
+    if recorded:
+        said = sentences("tune" if split in (None, "tune") else "heldout")
+        speakers = list(said)
+        for position in layout.babble_m:
+            speaker = speakers[rng.integers(len(speakers))]
+            signal = _chain(lambda mine=said[speaker]: mine[rng.integers(len(mine))], n, rng)
+            sounds.append(Sound(signal, tuple(position), start, {"voice": {"recorded": speaker}}))
+        return sounds
+    talkers = _babble_talkers(split or "tune")
     for position in layout.babble_m:
         voice = talkers[rng.integers(len(talkers))]
-        parts, length = [], 0
-        while length < n:
-            pause = np.zeros(int(rng.uniform(0.15, 0.7) * RATE_HZ))
-            parts += [synth(str(rng.choice(CHATTER)), voice), pause]
-            length += parts[-2].size + pause.size
-        signal = np.concatenate(parts)
-        skip = int(rng.integers(0, max(1, signal.size - n)))
-        signal = signal[skip : skip + n] * 10 ** (rng.uniform(-4, 4) / 20)
+        signal = _chain(lambda voice=voice: synth(str(rng.choice(CHATTER)), voice), n, rng)
         sounds.append(Sound(signal, tuple(position), start, {"voice": asdict(voice)}))
     return sounds
 

@@ -147,7 +147,8 @@ def _noise(
     start = -taps  # noise was already going: its reverberation is built up at sample 0
     parts = []
     if condition.noise in ("babble", "both"):
-        parts.append(babble(layout, condition.split, start, n + taps, rng))
+        parts.append(babble(layout, condition.split, start, n + taps, rng,
+                            recorded=condition.babble == "recorded"))
     if condition.noise in ("clatter", "both"):
         parts.append(clatter(layout, start, n + taps, rng))
     noise = np.zeros((layout.mics_m.shape[0], n))

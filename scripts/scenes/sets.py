@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -52,7 +53,9 @@ _SETS = {
         (2, 3, 3, 4, 4, 5, 6, 7, 8),
     ),
 }
-SET_NAMES = ("test", *_SETS)
+RECORDED_BABBLE_SET = "real-babble"
+"""The full set's scenes with babble, its talkers people's recorded sentences instead."""
+SET_NAMES = ("test", *_SETS, RECORDED_BABBLE_SET)
 
 
 def _balanced(rng: np.random.Generator, values: Sequence[Any], count: int) -> list[Any]:
@@ -78,7 +81,14 @@ def scene_set(name: str, seed: int = 0) -> list[SceneSpec]:
     ``quick``: 18 scenes, every kind, both splits, races at gaps 0–45 ms, a few MB.
     ``full``: 300 scenes for the benchmark. Conditions are balanced: split 2:1 tune/holdout, SNR None/20/10/5 dB, noise
     kind, shouting (half; those clip none/soft/hard), players 2–8, race gaps RACE_GAPS_MS.
+    ``real-babble`` (RECORDED_BABBLE_SET): the full set's 152 scenes with babble, the same
+    tables, players, calls and SNRs, babbled by people's recorded sentences (needs the
+    recordings, :func:`.recorded.have_recordings`; the clatter and the mics' floor, drawn
+    after the babble, differ too).
     """
+    if name == RECORDED_BABBLE_SET:
+        return [s._replace(condition=replace(s.condition, babble="recorded"))
+                for s in scene_set("full", seed) if s.condition.noise in ("babble", "both")]
     rng = np.random.default_rng([seed, *name.encode()])
     if name == "test":
         clean = Room(SPLITS["tune"].rooms_m[0], 0.2)
