@@ -13,7 +13,7 @@ OUT/README.md (the tables) and OUT/*.png (the plots; scripts/bench_report.py).
 
     .venv/bin/python scripts/bench.py [--quick] [--out bench] [--seed 0] [--jobs N]
 
-The full run (300 scenes) takes about 25 minutes on 2 cores; --quick (18 scenes, races at
+The full run (300 scenes) takes about 20 minutes on 2 cores; --quick (18 scenes, races at
 gaps 0–45 ms) under one.
 """
 
