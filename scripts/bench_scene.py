@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -433,14 +433,19 @@ def _race_at_once(backends: _Backends, heard: list[Heard], grammar: Grammar) -> 
     return out
 
 
-def measure_or_fail(wav_path: str) -> dict[str, Any]:
-    """:func:`measure_scene`, or {"name", "error"} when the pipeline raises on the scene: the
+def _or_fail(measure: Callable[[str], dict[str, Any]], wav_path: str) -> dict[str, Any]:
+    """``measure(wav_path)``, or {"name", "error"} when the pipeline raises on the scene: the
     benchmark reports such scenes (DESIGN: bad audio is survived, never a traceback) and
     still measures the others."""
     try:
-        return measure_scene(wav_path)
+        return measure(wav_path)
     except Exception as exc:  # noqa: BLE001 - any failure of the code under test is a result
         return {"name": Path(wav_path).stem, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def measure_or_fail(wav_path: str) -> dict[str, Any]:
+    """:func:`measure_scene`, or the error it raised (:func:`_or_fail`)."""
+    return _or_fail(measure_scene, wav_path)
 
 
 def measure_scene(wav_path: str) -> dict[str, Any]:
@@ -524,9 +529,9 @@ def measure_scene(wav_path: str) -> dict[str, Any]:
     if truth["kind"] == "race":
         out["first"] = _first_speaker(truth, heard)
         out["at_once_ms"] = _race_at_once(backends, heard, grammar)
-    setup = table_setup(wav, mics)
-    if setup is not None:
-        out["calibrated"] = heard_at_table(wav, truth, grammar, backends.sphinx, setup)
+    calibrated = heard_calibrated(wav, truth, grammar, backends.sphinx)
+    if calibrated is not None:
+        out["calibrated"] = calibrated
     return out
 
 
@@ -565,6 +570,14 @@ def heard_at_table(
     return out
 
 
+def heard_calibrated(wav: Path, truth: dict[str, Any], grammar: Grammar, sphinx: Recognizer,
+                     onsets: OnsetConfig | None = None) -> dict[str, Any] | None:
+    """The scene heard at its table as ``orderup calibrate`` sets it up
+    (:func:`heard_at_table`), or None where calibration refuses the table."""
+    setup = table_setup(wav, len(truth["mics_m"]))
+    return None if setup is None else heard_at_table(wav, truth, grammar, sphinx, setup, onsets)
+
+
 def heard_both_ways(wav_path: str, sphinx: Recognizer,
                     onsets: OnsetConfig | None = None) -> dict[str, Any]:
     """One scene's name and split, heard at its table uncalibrated and, where calibration
@@ -576,19 +589,16 @@ def heard_both_ways(wav_path: str, sphinx: Recognizer,
     grammar = grammar_for(scene_game(truth), mics)
     out = {"name": truth["name"], "split": truth["split"],
            "uncalibrated": heard_at_table(wav, truth, grammar, sphinx, onsets=onsets)}
-    setup = table_setup(wav, mics)
-    if setup is not None:
-        out["calibrated"] = heard_at_table(wav, truth, grammar, sphinx, setup, onsets)
+    calibrated = heard_calibrated(wav, truth, grammar, sphinx, onsets)
+    if calibrated is not None:
+        out["calibrated"] = calibrated
     return out
 
 
 def detection_or_fail(wav_path: str) -> dict[str, Any]:
-    """:func:`heard_both_ways` with this worker's PocketSphinx, or {"name", "error"} (as
-    :func:`measure_or_fail`)."""
-    try:
-        return heard_both_ways(wav_path, _WORKER[0].sphinx)
-    except Exception as exc:  # noqa: BLE001 - any failure of the code under test is a result
-        return {"name": Path(wav_path).stem, "error": f"{type(exc).__name__}: {exc}"}
+    """:func:`heard_both_ways` with this worker's PocketSphinx, or the error it raised
+    (:func:`_or_fail`)."""
+    return _or_fail(lambda path: heard_both_ways(path, _WORKER[0].sphinx), wav_path)
 
 
 def peak_rss_mb(pipeline: str, wav_path: str) -> float:

@@ -79,6 +79,7 @@ from scripts.scenes import (
     clatter_hit,
     have_recordings,
     own_mic_response,
+    part_of,
     read_clip,
     real_clips,
     sentences,
@@ -146,7 +147,7 @@ def real_babble(part: str) -> np.ndarray:
     sentences of `part`'s speakers (:func:`scripts.scenes.recorded.sentences`) in its own
     random order with 0.15-0.7 s pauses. Synthesised voices of the tune split hear the tune
     part's speakers; every other split the held-out part's."""
-    part = "tune" if part == "tune" else "heldout"
+    part = part_of(part)
     said = [x for xs in sentences(part).values() for x in xs]
     rng = np.random.default_rng(zlib.crc32(part.encode()))
     talkers = []

@@ -12,7 +12,7 @@ import numpy as np
 
 from .conditions import SPLITS
 from .phrases import CHATTER
-from .recorded import sentences
+from .recorded import part_of, sentences
 from .rooms import Layout, Sound
 from .speech import RATE_HZ, Voice, synth
 
@@ -58,7 +58,7 @@ def babble(
     speaker)."""
     sounds = []
     if recorded:
-        said = sentences("tune" if split in (None, "tune") else "heldout")
+        said = sentences(part_of(split))
         speakers = list(said)
         for position in layout.babble_m:
             speaker = speakers[rng.integers(len(speakers))]

@@ -36,6 +36,12 @@ class Clip:
     part: str
 
 
+def part_of(split: str | None) -> str:
+    """The part of the recorded speakers a split hears: tune for the tune split (and a
+    scripted session's None), held out for every other."""
+    return "tune" if split in (None, "tune") else "heldout"
+
+
 def have_recordings(root: Path = REAL_SPEECH) -> bool:
     return (root / "manifest.tsv").is_file()
 
