@@ -125,9 +125,10 @@ class WhisperTuning:
     """At most this many tokens written per second of the call's loud part, plus
     :data:`TOKENS_SLACK`: a call Whisper loops on is cut where no one could have said more
     (the fastest tune calls, real and synthesised, need 11 a second, commas included)."""
-    window_s: float = 10.0
+    window_s: float = 8.0
     """The encoder's window: calls are padded to this with silence (Whisper was trained on
-    30 s; 10 s encodes 8x faster, and a call is a few seconds)."""
+    30 s; 8 s encodes over 10x faster, and a call is a few seconds). Shorter windows encode
+    faster still but lose calls (docs/hearing.md §5)."""
     max_no_speech: float = 1.0
     """Whisper's own no-speech probability above this is not understood (1: unused)."""
     prompt: str = "words"
