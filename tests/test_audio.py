@@ -16,6 +16,7 @@ from voice.audio.frames import (
     AudioFileError,
     AudioFrame,
     AudioStreamError,
+    loud_level_db,
     speech_like_frames,
 )
 from voice.audio.live import DeviceMerger, DeviceStatus, DropQueue, LiveSource, MicInput
@@ -80,6 +81,17 @@ def test_speech_is_held_longer_than_one_frame() -> None:
     held = np.concatenate([np.zeros(5 * frame, np.float32), tone[: 6 * frame],
                            np.zeros(9 * frame, np.float32)])
     assert speech_like_frames(held).sum() == 6
+
+
+def test_a_short_word_sets_the_level_of_a_mostly_quiet_stretch() -> None:
+    """A 200 ms tone in 2 s of near silence is as loud as the tone alone where loudest, 10 dB
+    over its mean level (a call's pauses do not make it quieter); under a frame, the RMS."""
+    tone = _tone(PIPELINE_RATE_HZ, 0.2)[:, 0]  # RMS 0.5/sqrt(2): -9.03 dBFS
+    quiet = np.full(PIPELINE_RATE_HZ, 1e-4, np.float32)
+    stretch = np.concatenate([quiet, tone, quiet[: PIPELINE_RATE_HZ * 4 // 5]])
+    assert loud_level_db(stretch) == pytest.approx(-9.03, abs=0.05)
+    assert 10 * np.log10(np.mean(stretch.astype(np.float64) ** 2)) == pytest.approx(-19.03, abs=0.05)
+    assert loud_level_db(tone[:100]) == pytest.approx(-9.03, abs=0.2)
 
 
 def test_resampler_keeps_an_impulse_in_place() -> None:

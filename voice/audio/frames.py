@@ -33,6 +33,11 @@ VOICE_SHARE = 0.3
 """A frame is speech-like when at least this share of its energy lies in the voice's band."""
 MIN_SPEECH_MS = 50.0
 """A call holds at least this much speech-like sound; less is a knock or a click, not a call."""
+LEVEL_FRAME = PIPELINE_RATE_HZ // 50
+"""20 ms: the frame levels are measured in (a name at calibration, an utterance)."""
+LOUD_PERCENTILE = 98.0
+"""How loud a stretch of sound is where it is loudest: this percentile of its frames' levels
+(a short word inside a stretch that is mostly quiet still sets it)."""
 
 
 def _frames(samples: np.ndarray) -> np.ndarray:
@@ -68,6 +73,24 @@ def speech_like_frames(samples: np.ndarray) -> np.ndarray:
     neighbour[1:] |= like[:-1]
     neighbour[:-1] |= like[1:]
     return like & neighbour
+
+
+def frame_rms(samples: np.ndarray) -> np.ndarray:
+    """The RMS of each whole 20 ms frame (:data:`LEVEL_FRAME`) of `samples`, (n,) or
+    (n, channels) at 16 kHz: (frames,) or (frames, channels), never exactly zero."""
+    n = (len(samples) // LEVEL_FRAME) * LEVEL_FRAME
+    frames = samples[:n].reshape(-1, LEVEL_FRAME, *samples.shape[1:]).astype(np.float64)
+    return np.sqrt(np.mean(frames**2, axis=1)) + 1e-9
+
+
+def loud_level_db(samples: np.ndarray) -> float:
+    """How loud mono `samples` (16 kHz) are where loudest (dBFS): the
+    :data:`LOUD_PERCENTILE` of their 20 ms frames' RMS, as calibration measures a name; their
+    RMS when shorter than a frame."""
+    rms = frame_rms(samples)
+    if rms.size == 0:
+        rms = np.array([np.sqrt(np.mean(np.asarray(samples, np.float64) ** 2)) + 1e-9])
+    return float(20 * np.log10(np.percentile(rms, LOUD_PERCENTILE)))
 
 
 def speech_like_ms(samples: np.ndarray) -> float:

@@ -40,7 +40,6 @@ parameter, documented in one place), :class:`Segment`, :class:`SpeechStart`,
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -51,6 +50,7 @@ from voice.audio.frames import (
     PIPELINE_RATE_HZ,
     AudioFrame,
     AudioStreamError,
+    loud_level_db,
 )
 from voice.hearing.background import Background, Highpass, ResidualEcho
 from voice.hearing.bleed import Bleed, Residual
@@ -175,7 +175,8 @@ class Segment:
     before the player's first and after their last own sound (:mod:`voice.hearing.coupling`):
     what is there is background or a neighbour still talking, whose words a recogniser would
     otherwise try to fit into this call or count against it as speech left over; `level_db`
-    is its mean level from onset to end in dB full scale, before any turning down.
+    is how loud it is from onset to end where loudest, as calibration measures a name
+    (:func:`~voice.audio.frames.loud_level_db`, dB full scale), before any turning down.
     """
 
     mic: int
@@ -478,8 +479,7 @@ class OnsetDetector:
         """The utterance on `ch` from `onset` to `end`, its audio kept up to `stop`."""
         first = max(0, onset - self._pre_roll)
         mics = self._raw.get(first, min(self._done, stop))
-        body = mics[onset - first : end - first, ch]
-        level_db = 10 * math.log10(float(np.mean(body * body)) + 1e-12)
+        level_db = loud_level_db(mics[onset - first : end - first, ch])
         own_ms = sum(onset < at <= end for at in self._own_at[ch]) * self.config.hop_ms
         return SpeechEnd(Segment(
             ch, onset, end, onset / self.rate_hz, end / self.rate_hz, level_db, first,

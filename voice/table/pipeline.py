@@ -44,8 +44,9 @@ KEEP_AUDIO_S = 30.0
 """How much of the players' recent audio the pipeline keeps, for the clips of calls."""
 
 CALL_OVER_NOISE_DB = 10.0
-"""At a calibrated table, an utterance less than this far above its mic's noise floor is
-background: calibration refuses a player heard less than this far above it."""
+"""At a calibrated table, an utterance whose loudest part is less than this far above its
+mic's noise floor is background: calibration refuses a player whose name is heard less than
+this far above it, the name's level measured the same way (`Segment.level_db`)."""
 
 
 def recorded_reference(track: np.ndarray) -> Reference:

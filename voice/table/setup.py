@@ -19,15 +19,17 @@ from pathlib import Path
 import numpy as np
 
 from voice.audio.frames import (
+    LEVEL_FRAME,
+    LOUD_PERCENTILE,
     MIN_SPEECH_MS,
     PIPELINE_RATE_HZ,
     SPEECH_FRAME,
     frame_power,
+    frame_rms,
     speech_like_frames,
 )
 from voice.audio.live import MicInput
 
-FRAME_S = 0.02
 BLEED_MARGIN_DB = 3.0
 MIN_SNR_DB = 15.0
 NOISE_S = 1.5
@@ -80,13 +82,11 @@ def _device(text: str) -> int | str:
 
 
 def _frame_rms(audio: np.ndarray) -> np.ndarray:
-    """[20 ms frame, channel]: each frame's RMS."""
-    frame = int(FRAME_S * PIPELINE_RATE_HZ)
-    n = (len(audio) // frame) * frame
-    if n == 0:
+    """[20 ms frame, channel]: each frame's RMS (:func:`~voice.audio.frames.frame_rms`)."""
+    rms = frame_rms(audio)
+    if len(rms) == 0:
         raise SetupError("the calibration recording is too short")
-    frames = audio[:n].reshape(-1, frame, audio.shape[1]).astype(np.float64)
-    return np.sqrt(np.mean(frames**2, axis=1)) + 1e-9
+    return rms
 
 
 def levels_db(audio: np.ndarray, percentile: float) -> np.ndarray:
@@ -99,8 +99,8 @@ def levels_db(audio: np.ndarray, percentile: float) -> np.ndarray:
 
 
 def name_levels_db(turn: np.ndarray, room: np.ndarray) -> np.ndarray:
-    """Per channel, how loud a turn's name is (dBFS): as :func:`levels_db`'s 98th percentile
-    of the turn's 20 ms frames, with the frames outside the name heard as the room (``room``:
+    """Per channel, how loud a turn's name is (dBFS): :func:`levels_db` at
+    :data:`~voice.audio.frames.LOUD_PERCENTILE` of the turn's 20 ms frames, with the frames outside the name heard as the room (``room``:
     the silence's levels, :func:`levels_db` at 50).
 
     The name is the span of speech-like 10 ms frames
@@ -108,7 +108,7 @@ def name_levels_db(turn: np.ndarray, room: np.ndarray) -> np.ndarray:
     speech, from :data:`NAME_LEAD_S` before its first to :data:`NAME_TAIL_S` after its last.
     A knock of cutlery before or after the name is loud on the mic nearest the plate, not
     the player's, and is not speech; a turn with no speech at all is the room's level."""
-    frame = int(FRAME_S * PIPELINE_RATE_HZ)
+    frame = LEVEL_FRAME
     rms = _frame_rms(turn)
     like = np.stack([speech_like_frames(c) for c in turn.T], axis=1)  # 10 ms frames
     power = np.stack([frame_power(c) for c in turn.T], axis=1)
@@ -122,7 +122,7 @@ def name_levels_db(turn: np.ndarray, room: np.ndarray) -> np.ndarray:
         last = int(spoken[-1] + SPEECH_FRAME + NAME_TAIL_S * PIPELINE_RATE_HZ) // frame
         name[first : last + 1] = True
     heard = np.where(name[:, None], rms, 10 ** (room / 20))
-    return 20 * np.log10(np.percentile(heard, 98, axis=0))
+    return 20 * np.log10(np.percentile(heard, LOUD_PERCENTILE, axis=0))
 
 
 @dataclass(frozen=True)
