@@ -265,6 +265,7 @@ def _recognise(
             hyps["free"] = backends.free.judge(free_words, grammar)
             for name, other in (("vosk", backends.vosk), ("whisper", backends.whisper)):
                 if other is not None:
+                    other.prepare(grammar)  # ahead of the call, as the table loop does
                     hyps[name], ms = _timed(other.decode, heard.samples, grammar)
                     decode_ms.setdefault(name, ms)
         for name, hyp in hyps.items():
@@ -349,6 +350,7 @@ def _run_pipeline(
     and the onsets it rejected as bleed."""
     playback = wav.with_suffix(".app.wav")
     app = str(playback) if playback.exists() else None
+    sphinx.prepare(grammar)  # ahead of the calls, as the table loop does
     pipeline = Pipeline(PLAYERS[:players], sphinx, lambda mic, onset_s: grammar,
                         app_channel=app is not None, tie_window_ms=TIE_WINDOW_MS,
                         calibration=calibration, onsets=onsets)
@@ -427,6 +429,7 @@ def _race_at_once(backends: _Backends, heard: list[Heard], grammar: Grammar) -> 
     (``whisper_batch``, :meth:`~voice.recognition.whisper.WhisperRecognizer.decode_many`)."""
     out: dict[str, Any] = {"n": len(heard), "sphinx": round(sum(h.decode_ms for h in heard), 2)}
     if backends.whisper is not None and heard:
+        backends.whisper.prepare(grammar)  # ahead of the calls, as the table loop does
         each = [_timed(backends.whisper.decode, h.samples, grammar)[1] for h in heard]
         _, batch = _timed(backends.whisper.decode_many, [h.samples for h in heard], grammar)
         out["whisper"], out["whisper_batch"] = round(sum(each), 2), round(batch, 2)
