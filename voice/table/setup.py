@@ -99,16 +99,16 @@ def levels_db(audio: np.ndarray, percentile: float) -> np.ndarray:
 
 
 def name_levels_db(turn: np.ndarray, room: np.ndarray) -> np.ndarray:
-    """Per channel, how loud a turn's name is (dBFS): :func:`levels_db` at
-    :data:`~voice.audio.frames.LOUD_PERCENTILE` of the turn's 20 ms frames, with the frames outside the name heard as the room (``room``:
-    the silence's levels, :func:`levels_db` at 50).
+    """Per channel, how loud a turn's name is (dBFS): as :func:`levels_db` at
+    :data:`~voice.audio.frames.LOUD_PERCENTILE` (98) of the turn's 20 ms frames, with the
+    frames outside the name heard as the room (``room``: the silence's levels,
+    :func:`levels_db` at 50).
 
     The name is the span of speech-like 10 ms frames
     (:func:`~voice.audio.frames.speech_like_frames`) on the mic that hears the loudest
     speech, from :data:`NAME_LEAD_S` before its first to :data:`NAME_TAIL_S` after its last.
     A knock of cutlery before or after the name is loud on the mic nearest the plate, not
     the player's, and is not speech; a turn with no speech at all is the room's level."""
-    frame = LEVEL_FRAME
     rms = _frame_rms(turn)
     like = np.stack([speech_like_frames(c) for c in turn.T], axis=1)  # 10 ms frames
     power = np.stack([frame_power(c) for c in turn.T], axis=1)
@@ -118,8 +118,8 @@ def name_levels_db(turn: np.ndarray, room: np.ndarray) -> np.ndarray:
         loudest = [np.percentile(power[like[:, c], c], 98) if enough[c] else 0.0
                    for c in range(turn.shape[1])]
         spoken = np.flatnonzero(like[:, int(np.argmax(loudest))]) * SPEECH_FRAME
-        first = max(0, int(spoken[0] - NAME_LEAD_S * PIPELINE_RATE_HZ)) // frame
-        last = int(spoken[-1] + SPEECH_FRAME + NAME_TAIL_S * PIPELINE_RATE_HZ) // frame
+        first = max(0, int(spoken[0] - NAME_LEAD_S * PIPELINE_RATE_HZ)) // LEVEL_FRAME
+        last = int(spoken[-1] + SPEECH_FRAME + NAME_TAIL_S * PIPELINE_RATE_HZ) // LEVEL_FRAME
         name[first : last + 1] = True
     heard = np.where(name[:, None], rms, 10 ** (room / 20))
     return 20 * np.log10(np.percentile(heard, LOUD_PERCENTILE, axis=0))
