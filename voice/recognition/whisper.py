@@ -297,12 +297,17 @@ class WhisperRecognizer:
                     verify_model(directory, sums)
                     self._verified.add(seen)
             key = (directory, cpu_threads)
-            if key not in self._models:
+            loaded = key not in self._models
+            if loaded:
                 self._models[key] = _Model(directory, cpu_threads)
         self._model = self._models[key]
         self._lexicon = Lexicon()
         self._prepared: dict[Grammar, _Prepared] = {}
         self._lock = threading.Lock()
+        if loaded:
+            # A process's first encode and decode set CTranslate2's buffers up, about 35 ms
+            # more than later ones: paid here, at load, not by the first call of a game.
+            self.generate(self.encode([np.zeros(RATE_HZ, np.float32)]), [[]], [1])
 
     # -- grammar -----------------------------------------------------------------------
 
@@ -354,7 +359,7 @@ class WhisperRecognizer:
         audio = [_trim(np.asarray(c, np.float32).reshape(-1)) for c in calls]
         encoded = self.encode([a for a, _ in audio], [id(c) for c in calls])
         caps = [min(p.max_new, self.most_tokens(a)) for p, (a, _) in zip(prepared, audio)]
-        texts, no_speech = self.generate(encoded, prepared, caps)
+        texts, no_speech = self.generate(encoded, [p.prompt for p in prepared], caps)
         heard = [self.judge(t, ns, p, a) for t, ns, p, a in zip(texts, no_speech, prepared, audio)]
         doubtful = [i for i, h in enumerate(heard) if self._doubtful(h)]
         if doubtful:
@@ -408,14 +413,14 @@ class WhisperRecognizer:
         seconds = (int(loud[-1]) - int(loud[0]) + 1) * _FRAME / RATE_HZ if loud.size else 0.0
         return TOKENS_SLACK + math.ceil(self.tuning.tokens_per_s * seconds)
 
-    def generate(self, encoded: Any, prepared: Sequence[_Prepared],
+    def generate(self, encoded: Any, prompts: Sequence[Sequence[int]],
                  caps: Sequence[int]) -> tuple[list[str], list[float]]:
-        """Whisper's text for each encoded call with its grammar's prompt (at most `caps`
+        """Whisper's text for each encoded call after its grammar's prompt (at most `caps`
         tokens for the batch it is decoded in), and its no-speech probability."""
         import ctranslate2
 
         m, tuning = self._model, self.tuning
-        prompts = [[*p.prompt, *m.sot_sequence, m.no_timestamps] for p in prepared]
+        prompts = [[*p, *m.sot_sequence, m.no_timestamps] for p in prompts]
         # CTranslate2 decodes a batch together only when its prompts are equally long
         groups: dict[int, list[int]] = {}
         for i, q in enumerate(prompts):
