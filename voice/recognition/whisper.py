@@ -118,8 +118,10 @@ class WhisperTuning:
     max_distance: float = 0.25
     """The nearest phrase's phone edit cost per phone (of the longer of it and the text) at
     most this, else not understood."""
-    min_margin: float = 1.0
-    """The runner-up's cost less the nearest's, in phones, at least this."""
+    min_margin: float = 0.75
+    """The runner-up's cost less the nearest's, in phones, at least this: two sound-alike
+    consonants (0.4 each), so "pop" when Bob plays, and "my onion soup" for "mine onion
+    soup" against "bob onion soup"."""
     beam_size: int = 1
     tokens_per_s: float = 12.0
     """At most this many tokens written per second of the call's loud part, plus
