@@ -422,18 +422,18 @@ class WhisperRecognizer:
         import ctranslate2
 
         m, tuning = self._model, self.tuning
-        prompts = [[*p, *m.sot_sequence, m.no_timestamps] for p in prompts]
+        starts = [[*p, *m.sot_sequence, m.no_timestamps] for p in prompts]
         # CTranslate2 decodes a batch together only when its prompts are equally long
         groups: dict[int, list[int]] = {}
-        for i, q in enumerate(prompts):
+        for i, q in enumerate(starts):
             groups.setdefault(len(q), []).append(i)
-        results: list[Any] = [None] * len(prompts)
+        results: list[Any] = [None] * len(starts)
         whole = np.asarray(encoded) if len(groups) > 1 else None
         for length, members in groups.items():
             features = encoded if whole is None else ctranslate2.StorageView.from_array(
                 np.ascontiguousarray(whole[members]))
             out = m.whisper.generate(
-                features, [prompts[i] for i in members], beam_size=tuning.beam_size,
+                features, [starts[i] for i in members], beam_size=tuning.beam_size,
                 # the prompt's last token is not counted in max_length
                 max_length=length - 1 + max(caps[i] for i in members),
                 repetition_penalty=tuning.repetition_penalty,
