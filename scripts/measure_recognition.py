@@ -88,6 +88,7 @@ from scripts.scenes import (
 from voice.audio.frames import frame_power
 from voice.recognition.grammar import Grammar, game_grammar, parse_phrases
 from voice.recognition.interface import Recognizer, create_recognizer
+from voice.recognition.interface import backends as recognition_backends
 from voice.recognition.sphinx import SphinxTuning
 from voice.table.games import lookup
 from voice.table.options import TableOptions
@@ -288,14 +289,23 @@ _RECOGNIZER: list[Recognizer] = []
 _RECOGNIZERS: dict[str, Recognizer] = {}
 
 
+def make_recognizer_tuning(tuning: str, whisper_tuning: str) -> tuple[SphinxTuning, Any]:
+    """PocketSphinx's and Whisper's tunings from their JSON (ValueError, TypeError if bad)."""
+    from voice.recognition.whisper import WhisperTuning
+
+    for text in (tuning, whisper_tuning):
+        if not isinstance(json.loads(text), dict):
+            raise TypeError(f"not a JSON object: {text}")
+    return SphinxTuning.from_json(tuning), WhisperTuning(**json.loads(whisper_tuning))
+
+
 def make_recognizer(backend: str, tuning: str = "{}", whisper_tuning: str = "{}") -> Recognizer:
     """A recogniser of `backend` with its tuning given as JSON."""
+    sphinx, whisper = make_recognizer_tuning(tuning, whisper_tuning)
     if backend == "sphinx":
-        return create_recognizer(backend, tuning=SphinxTuning.from_json(tuning))
+        return create_recognizer(backend, tuning=sphinx)
     if backend == "whisper":
-        from voice.recognition.whisper import WhisperTuning
-
-        return create_recognizer(backend, tuning=WhisperTuning(**json.loads(whisper_tuning)))
+        return create_recognizer(backend, tuning=whisper)
     if backend == "free":
         from scripts.bench_scene import FreeLanguageModel
 
@@ -607,6 +617,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, help="write every Whisper decode as JSON lines")
     args = parser.parse_args(argv)
     backends = tuple(b.strip() for b in args.backend.split(",") if b.strip())
+    known = (*recognition_backends(), "free")
+    unknown = [b for b in backends if b not in known]
+    if unknown or not backends:
+        parser.error(f"--backend: {', '.join(unknown) or 'none given'}; choose from "
+                     f"{', '.join(known)}")
+    try:  # checked here: a worker that cannot start would be started again and again
+        make_recognizer_tuning(args.tuning, args.whisper_tuning)
+    except (ValueError, TypeError) as e:
+        parser.error(f"--tuning / --whisper-tuning: {e}")
     splits = {"both": ("tune", "heldout"), "all": tuple(VOICES), "real": ()}.get(
         args.split, (args.split,))
     have_real = have_recordings()
