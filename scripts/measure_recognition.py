@@ -90,6 +90,7 @@ from voice.recognition.grammar import Grammar, game_grammar, parse_phrases
 from voice.recognition.interface import Recognizer, create_recognizer
 from voice.recognition.interface import backends as recognition_backends
 from voice.recognition.sphinx import SphinxTuning
+from voice.recognition.whisper import WhisperTuning
 from voice.table.games import lookup
 from voice.table.options import TableOptions
 
@@ -289,14 +290,14 @@ _RECOGNIZER: list[Recognizer] = []
 _RECOGNIZERS: dict[str, Recognizer] = {}
 
 
-def make_recognizer_tuning(tuning: str, whisper_tuning: str) -> tuple[SphinxTuning, Any]:
+def make_recognizer_tuning(tuning: str, whisper_tuning: str) -> tuple[SphinxTuning, WhisperTuning]:
     """PocketSphinx's and Whisper's tunings from their JSON (ValueError, TypeError if bad)."""
-    from voice.recognition.whisper import WhisperTuning
-
-    for text in (tuning, whisper_tuning):
-        if not isinstance(json.loads(text), dict):
-            raise TypeError(f"not a JSON object: {text}")
-    return SphinxTuning.from_json(tuning), WhisperTuning(**json.loads(whisper_tuning))
+    if not isinstance(json.loads(tuning), dict):
+        raise TypeError(f"not a JSON object: {tuning}")
+    fields = json.loads(whisper_tuning)
+    if not isinstance(fields, dict):
+        raise TypeError(f"not a JSON object: {whisper_tuning}")
+    return SphinxTuning.from_json(tuning), WhisperTuning(**fields)
 
 
 def make_recognizer(backend: str, tuning: str = "{}", whisper_tuning: str = "{}") -> Recognizer:
