@@ -7,8 +7,8 @@ conditions and the grammars are those of scripts/measure_recognition.py: one-wor
 against Miss Poutine's grammar and against one-word commands, every other word as a word
 that is not a call, the sentences against every grammar. The bench takes the manifest's first
 clips of each word in each part (:data:`PER_WORD`) and every sentence, and decodes them with
-PocketSphinx and its grammar (orderup's default), PocketSphinx's free language model (the
-baseline) and Whisper held to the grammar, where its model is installed.
+PocketSphinx and its grammar, PocketSphinx's free language model (the baseline) and
+Whisper held to the grammar (orderup's default), where its model is installed.
 `scripts/measure_recognition.py --split real` measures every clip.
 """
 

@@ -1,6 +1,6 @@
 """``orderup listen`` and ``orderup models`` end to end, as a user runs them (a subprocess):
-a synthesised two-player table recording through onsets, the real recogniser and the arbiter,
-and the one-line errors for bad input."""
+a synthesised two-player table recording through onsets, the real recogniser (the one that
+hears synthesised voices best) and the arbiter, and the one-line errors for bad input."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 
 from scripts.scenes import BleedSpec, DryScene, mix_scene, spoken
 from voice.audio.files import write_wav
+from voice.recognition.interface import SYNTHESISED_BACKEND
 
 RATE_HZ = 16_000
 GAP_S = 0.060
@@ -56,7 +57,8 @@ def assert_one_line_error(done: subprocess.CompletedProcess[str], code: int, *wo
 @needs_espeak
 def test_listen_json_reports_each_call_and_who_was_first(table: tuple[Path, DryScene]) -> None:
     path, scene = table
-    done = orderup("listen", str(path), "--players", "Ann,Bob", "--game", "desserts", "--json")
+    done = orderup("listen", str(path), "--players", "Ann,Bob", "--game", "desserts", "--json",
+                   "--backend", SYNTHESISED_BACKEND)
     assert done.returncode == 0, done.stderr
     *utterances, verdict = lines(done.stdout)
     assert [(u["type"], u["mic"], u["player"], u["text"], u["understood"]) for u in utterances] == [

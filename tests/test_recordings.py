@@ -5,7 +5,8 @@ scripts/make_demo.py (players' voices, bleed, reverberation, noise and the app's
 own narration from its speaker), with its truth as a transcript and the table's
 calibration (GAME.table.json, as `orderup calibrate` saves it before a game).
 Replaying the audio through the full table loop must end exactly as refereeing
-the truth does.
+the truth does. The players are espeak-ng voices, so the games are heard as the demo is, with
+the backend that hears synthesised voices best (README, "Which to use").
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from voice.recognition.interface import SYNTHESISED_BACKEND
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +47,8 @@ def check(game: str, recording: Path, truth: Path) -> None:
     stack_file = recording.with_suffix(".stack")
     stack_file.write_text("\n".join(stacks) + "\n", "utf-8")
     heard = orderup(
-        "replay", str(recording), "--game", game, "--json", *options(truth),
+        "replay", str(recording), "--game", game, "--json", "--backend", SYNTHESISED_BACKEND,
+        *options(truth),
         "--players", players.removeprefix("@players ").replace(" ", ""),
         "--seed", seed.removeprefix("@seed "), "--stack", str(stack_file),
     )

@@ -4,6 +4,7 @@ synthesiser's speech. No fakes: every decode runs the model."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from functools import cache
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from scripts.scenes import spoken
+from voice.cli.main import main
 from voice.recognition.grammar import game_grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.recognition.models import locate
@@ -77,6 +79,30 @@ def test_real_one_word_calls_and_others_in_one_batch() -> None:
     assert not any(h.understood for h in rejected), [h.text for h in rejected]
     assert whisper().decode(audio[0], poutine()) == batch[0]
     assert whisper().decode(audio[len(CALLS)], poutine()) == batch[len(CALLS)]
+
+
+@pytest.mark.slow
+def test_a_table_of_people_is_heard_with_whisper_unless_told_otherwise(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`orderup listen` with no --backend on a two-mic recording of real people: Ann's
+    "stop" and Bob's "dog" are heard, Bob's "house" and Ann's "marvin" are not calls
+    (PocketSphinx takes "marvin" for "burger")."""
+    import soundfile as sf
+
+    rng = np.random.default_rng(0)
+    table = rng.normal(0, 3e-4, (7 * 16_000, 2)).astype(np.float32)
+    for mic, name, at_s in ((0, "stop_1.wav", 1.0), (1, "house_1.wav", 2.5),
+                            (0, "marvin_1.wav", 4.0), (1, "dog_1.wav", 5.5)):
+        x = clip(name)
+        start = int(at_s * 16_000)
+        table[start : start + x.size, mic] += x
+    wav = tmp_path / "people.wav"
+    sf.write(str(wav), table, 16_000)
+    assert main(["listen", str(wav), "--players", "Ann,Bob", "--game", "poutine", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    heard = [(u["player"], u["text"], u["understood"]) for u in lines if u["type"] == "utterance"]
+    assert [h[:2] for h in heard if h[2]] == [("Ann", "stop"), ("Bob", "dog")], heard
+    assert len(heard) == 4, heard
 
 
 def test_a_synthesised_call_streamed_is_recognised_and_chatter_is_not() -> None:

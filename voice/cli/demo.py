@@ -6,9 +6,11 @@ import argparse
 import sys
 from importlib import resources
 
+from voice.cli.options import add_backend_argument
 from voice.cli.output import Output
 from voice.cli.referee import run_transcript
 from voice.cli.replay import replay
+from voice.recognition.interface import SYNTHESISED_BACKEND
 from voice.table.games import lookup
 from voice.table.options import Options
 from voice.table.referee import game_setup
@@ -32,6 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="referee the demo's transcript instead of its recording (instant)")
     p.add_argument("--realtime", action="store_true", help="play at the pace of the recording")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_backend_argument(p, SYNTHESISED_BACKEND,
+                         "the demo's players are synthesised voices, which it hears better")
     p.add_argument("--disputes", metavar="DIR",
                    help="draw every close call of the game, with its calls' sound, into DIR "
                    "(see 'orderup replay --disputes')")
@@ -50,5 +54,5 @@ def handle(args: argparse.Namespace) -> int:
     if not args.json:
         print("orderup demo: a recorded game of Just Desserts, heard through three microphones.\n"
               "Lines starting 'heard' are what the app recognised; the others are what it says.\n")
-    return replay(setup, str(folder.joinpath("desserts.ogg")), output, realtime=args.realtime,
-                  disputes=args.disputes)
+    return replay(setup, str(folder.joinpath("desserts.ogg")), output, backend=args.backend,
+                  realtime=args.realtime, disputes=args.disputes)

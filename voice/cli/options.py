@@ -16,6 +16,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, NoReturn
 
 from voice.cli.output import one_line
+from voice.recognition.interface import DEFAULT_BACKEND, backends
 from voice.table.games import GAMES, GameBinding, lookup
 from voice.table.journal import Setup
 from voice.table.options import (
@@ -195,8 +196,10 @@ def add_live_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-speech", action="store_true", help="print the narration, do not speak it")
 
 
-def add_backend_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="sphinx", help="recogniser: sphinx (default), vosk or whisper")
+def add_backend_argument(p: argparse.ArgumentParser, default: str = DEFAULT_BACKEND,
+                         why: str = "it hears people best") -> None:
+    p.add_argument("--backend", default=default,
+                   help=f"recogniser: {', '.join(backends())} (default: {default}; {why})")
 
 
 def _options(kind: type, flags: Sequence[Flag], args: argparse.Namespace) -> Any:

@@ -97,8 +97,8 @@ def handle(args: argparse.Namespace) -> int:
                   realtime=args.realtime, disputes=args.disputes)
 
 
-def replay(setup: Setup, wav: str, output: Output, *, journal: str | None = None,
-           backend: str = "sphinx", app_audio: str | None = None, calibration: str | None = None,
+def replay(setup: Setup, wav: str, output: Output, *, backend: str, journal: str | None = None,
+           app_audio: str | None = None, calibration: str | None = None,
            realtime: bool = False, disputes: str | None = None,
            resumed: tuple[Referee, Restored] | None = None) -> int:
     """Referee the game ``setup`` describes from the recording ``wav`` (journaled to
