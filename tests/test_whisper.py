@@ -130,6 +130,20 @@ def test_a_call_two_sound_alike_phones_from_another_is_understood() -> None:
         assert (heard.hypothesis.text, heard.hypothesis.understood) == (text, True), heard
 
 
+def test_a_sentence_the_phones_barely_take_for_a_call_is_weighed_and_refused() -> None:
+    """"I forgot it", written as said, is two phones from "I got it": close enough for the
+    phones, but under the model Whisper's own text is far the likelier and the call does not
+    lead its runner-up, so it is not a call. "I got it" itself still is."""
+    desserts = game_grammar("desserts", PLAYERS)
+    tuning = whisper().tuning
+    (heard,) = whisper().hear_many([speak("i forgot it")], desserts)
+    assert heard.words == ("i", "forgot", "it") and heard.nearest is not None
+    assert heard.nearest.phrase == "i got it"
+    assert tuning.confirm_distance <= heard.distance <= tuning.max_distance, heard
+    assert heard.weighed is not None and not heard.hypothesis.understood, heard
+    assert whisper().decode(speak("i got it"), desserts).text == "i got it"
+
+
 def test_a_call_the_phones_leave_in_doubt_is_weighed_under_the_model() -> None:
     """Whisper's text a phone from two calls ("nobody ordered thermos") or near none ("hot,
     nong, hot, nong, hot") is settled by the phrases' likelihood under the model: the call
