@@ -19,7 +19,12 @@ from voice.audio.frames import PIPELINE_RATE_HZ, AudioFrame
 from voice.audio.live import MicInput
 from voice.hearing.onsets import Segment, SpeechEnd
 from voice.recognition.grammar import Grammar
-from voice.recognition.interface import Hypothesis, create_recognizer
+from voice.recognition.interface import (
+    DEFAULT_BACKEND,
+    SYNTHESISED_BACKEND,
+    Hypothesis,
+    create_recognizer,
+)
 from voice.table.journal import Journal, Setup, restore
 from voice.table.loop import TableLoop
 from voice.table.options import DessertsOptions, Options
@@ -346,11 +351,13 @@ def test_a_resumed_live_game_runs_on_the_journals_clock(tmp_path: Path) -> None:
 
 
 def test_a_sigkilled_replay_goes_on_with_resume_recording(tmp_path: Path) -> None:
+    """A replay killed mid-game goes on with `resume --recording`, heard with the recogniser
+    the replay was heard with (its journal records it), not the default."""
     wav = recording(tmp_path)
     stack = tmp_path / "stack.txt"
     stack.write_text("guests: Rocky\n")
     game = ["--game", "desserts", "--players", ",".join(PLAYERS), "--stack", str(stack),
-            "--seed", "1"]
+            "--seed", "1", "--backend", SYNTHESISED_BACKEND]
     whole = subprocess.run([sys.executable, "-m", "voice.cli", "replay", str(wav), *game,
                             "--json"], capture_output=True, text=True, check=True)
     journal = tmp_path / "game.jsonl"
@@ -367,10 +374,13 @@ def test_a_sigkilled_replay_goes_on_with_resume_recording(tmp_path: Path) -> Non
     live.wait()
     _, killed, restored = restore(str(journal))
     assert len(restored.heard) == 2 and not killed.finished  # killed between race and serve
+    assert restored.backend == SYNTHESISED_BACKEND != DEFAULT_BACKEND
     done = subprocess.run([sys.executable, "-m", "voice.cli", "resume", str(journal),
                            "--recording", str(wav), "--json"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+    resumed = json.loads(done.stdout.splitlines()[0])
+    assert (resumed["type"], resumed["backend"]) == ("resumed", SYNTHESISED_BACKEND)
     final = json.loads(done.stdout.splitlines()[-1])
     assert final == json.loads(whole.stdout.splitlines()[-1])
     assert len(restore(str(journal))[2].heard) == 3

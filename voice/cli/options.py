@@ -187,19 +187,22 @@ def add_output_arguments(p: argparse.ArgumentParser, journal: bool = True) -> No
     )
 
 
-def add_live_arguments(p: argparse.ArgumentParser) -> None:
+def add_live_arguments(p: argparse.ArgumentParser, backend: str | None = DEFAULT_BACKEND,
+                       why: str = "it hears people best") -> None:
     p.add_argument("--mics", metavar="SPEC",
                    help="DEVICE (one multichannel interface) or DEV:CH,... (one per player); "
                    "default: the set-up saved by 'orderup calibrate'")
     p.add_argument("--setup", metavar="FILE", help="a saved table set-up (default: your config dir)")
-    add_backend_argument(p)
+    add_backend_argument(p, backend, why)
     p.add_argument("--no-speech", action="store_true", help="print the narration, do not speak it")
 
 
-def add_backend_argument(p: argparse.ArgumentParser, default: str = DEFAULT_BACKEND,
+def add_backend_argument(p: argparse.ArgumentParser, default: str | None = DEFAULT_BACKEND,
                          why: str = "it hears people best") -> None:
+    """``--backend``: ``default`` unless given (with ``why``; None: ``why`` says what)."""
+    said = f"{default}; {why}" if default else why
     p.add_argument("--backend", default=default,
-                   help=f"recogniser: {', '.join(backends())} (default: {default}; {why})")
+                   help=f"recogniser: {', '.join(backends())} (default: {said})")
 
 
 def _options(kind: type, flags: Sequence[Flag], args: argparse.Namespace) -> Any:

@@ -92,7 +92,7 @@ def handle(args: argparse.Namespace) -> int:
             args.journal = str(default_journal(args.game))
             Path(args.journal).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         setup = setup_from(args)
-        referee = Referee.start(setup, args.journal)
+        referee = Referee.start(setup, args.journal, args.backend)
         mics, calibration = table_inputs(saved, referee.state.config.players, args.mics)
     except (UnknownGame, ConfigError, TranscriptError, JournalError, SetupError, OSError) as exc:
         return fail(args.command, str(exc))

@@ -117,7 +117,7 @@ def replay(setup: Setup, wav: str, output: Output, *, backend: str, journal: str
     from voice.table.setup import SetupError
 
     try:
-        referee = resumed[0] if resumed else Referee.start(setup, journal)
+        referee = resumed[0] if resumed else Referee.start(setup, journal, backend)
         source = WavSource(wav, realtime=realtime)
         players = referee.state.config.players
         if source.channels != len(players):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from engine.core import Event
 from voice.cli.options import add_live_arguments, add_output_arguments
 from voice.cli.output import Output, fail, finish_transcript
+from voice.recognition.interface import DEFAULT_BACKEND
 from voice.table.journal import Journal, JournalError, Restored, read_journal, replay_journal
 from voice.table.referee import Referee
 from voice.table.transcript import Transcript, TranscriptError, read_transcript
@@ -24,7 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "'orderup replay' was refereeing, from where it stopped; with --play, go on with the "
         "live game on the journal's clock. Each appends to the same journal (a last line torn "
         "by a crash is cut off first, and the journal as it was kept beside it). The game's "
-        "and the table's options (tie window, narration) are the journal's.",
+        "and the table's options (tie window, narration) are the journal's, and so is the "
+        "recogniser the game was heard with, unless --backend names another.",
     )
     p.add_argument("journal", metavar="JOURNAL", help="the journal file written by --journal")
     p.add_argument("--transcript", metavar="FILE", help="the transcript the game was refereed from")
@@ -33,7 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--play", action="store_true",
                    help="go on with the live game (microphones as in 'orderup play')")
     add_output_arguments(p, journal=False)
-    add_live_arguments(p)
+    add_live_arguments(p, None, f"the one the journal's game was heard with, else {DEFAULT_BACKEND}")
     p.set_defaults(handler=handle)
 
 
@@ -53,10 +56,14 @@ def handle(args: argparse.Namespace) -> int:
     for warning in restored.warnings:
         print(f"orderup {args.command}: warning: {warning}", file=sys.stderr)
     setup = restored.setup
+    data: dict[str, Any] = {"actions": len(restored.actions), "heard": len(restored.heard)}
+    if args.play or args.recording:
+        args.backend = args.backend or restored.backend or DEFAULT_BACKEND
+        data["backend"] = args.backend
     resumed = Event(
         "resumed", state.t,
         f"Resuming {game.title} at {state.t:.2f} s with {', '.join(setup.players)}.",
-        setup.players, {"actions": len(restored.actions), "heard": len(restored.heard)},
+        setup.players, data,
     )
     output = Output(args.command, sys.stdout, args.json)
     output.emit([resumed])

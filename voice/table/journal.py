@@ -1,8 +1,8 @@
 """The game journal: every action appended to disk as it happens, so nothing is lost.
 
 JSON lines: a header naming the game, its players, stacked decks, options (versioned,
-keyed by field: :meth:`voice.table.options.Options.to_json`) and
-seed; then one ``step`` line per utterance heard (or timer fired) carrying the
+keyed by field: :meth:`voice.table.options.Options.to_json`),
+seed and the recogniser the table hears it with (none for a transcript); then one ``step`` line per utterance heard (or timer fired) carrying the
 actions it caused, written in one piece and fsynced, and ``undo`` lines where a
 human referee overruled a verdict. Because the engine replays
 deterministically, config + seed + actions restore the exact state; the count
@@ -76,8 +76,10 @@ class Setup:
 class Journal:
     """Appends a game's actions to ``path`` as they happen (see the module's docstring)."""
 
-    def __init__(self, path: str, setup: Setup) -> None:
-        """A new journal at ``path``, which must not exist; the file is made with the first step."""
+    def __init__(self, path: str, setup: Setup, backend: str | None = None) -> None:
+        """A new journal at ``path``, which must not exist; the file is made with the first step.
+        ``backend`` is the recogniser the table hears the game with: a resumed game goes on
+        with it."""
         if os.path.lexists(path):
             raise JournalError(
                 f"{path} already exists: a new journal never replaces a file (choose another "
@@ -88,7 +90,7 @@ class Journal:
             "type": "game", "version": VERSION, "game": setup.game,
             "players": list(setup.players),
             "stacks": {k: list(v) for k, v in setup.stacks.items()},
-            "options": setup.options.to_json(), "seed": setup.seed,
+            "options": setup.options.to_json(), "seed": setup.seed, "backend": backend,
         }
 
     @classmethod
@@ -272,11 +274,13 @@ def _write_new(path: str, data: bytes) -> None:
 @dataclass(frozen=True)
 class Restored:
     """A journal read back: how the game was made, its actions, how many utterances it heard
-    (``heard``: their records, in order) and what was repaired on the way."""
+    (``heard``: their records, in order), the recogniser the table heard them with (None for
+    a transcript, or a journal older than the record) and what was repaired on the way."""
 
     setup: Setup
     actions: tuple[Action, ...]
     heard: tuple[dict[str, Any], ...]
+    backend: str | None
     warnings: tuple[str, ...]
 
 
@@ -323,6 +327,9 @@ def _parse(path: str, data: bytes) -> tuple[Restored, int]:
             options=Options.from_json(lookup(head["game"]).options, head["options"]),
             seed=int(head["seed"]),
         )
+        backend = head.get("backend")
+        if backend is not None and not isinstance(backend, str):
+            raise TypeError(f"the recogniser is {backend!r}, not a name")
         actions: list[Action] = []
         heard: list[dict[str, Any]] = []
         for entry in entries[1:]:
@@ -336,7 +343,7 @@ def _parse(path: str, data: bytes) -> tuple[Restored, int]:
         raise JournalError(f"{path}: cannot be resumed: {exc}") from exc
     except (KeyError, TypeError, ValueError) as exc:
         raise JournalError(f"{path}: damaged journal ({exc})") from exc
-    return Restored(setup, tuple(actions), tuple(heard), ()), len(data) - len(tail)
+    return Restored(setup, tuple(actions), tuple(heard), backend, ()), len(data) - len(tail)
 
 
 def restore(path: str) -> tuple[GameBinding, GameState[Any], Restored]:

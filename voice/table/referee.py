@@ -57,10 +57,11 @@ class Referee:
         self._recorded = len(state.history)
 
     @classmethod
-    def start(cls, setup: Setup, journal: str | None = None) -> Referee:
-        """A new game as ``setup`` describes it, journaled to the path ``journal`` if given."""
+    def start(cls, setup: Setup, journal: str | None = None, backend: str | None = None) -> Referee:
+        """A new game as ``setup`` describes it, journaled to the path ``journal`` if given
+        (with the name of the recogniser ``backend`` the table hears it with)."""
         game, state = setup.new_state()
-        return cls(game, state, Journal(journal, setup) if journal else None)
+        return cls(game, state, Journal(journal, setup, backend) if journal else None)
 
     def _record(self, heard: dict[str, Any] | None) -> None:
         new = [record.action for record in self.state.history[self._recorded :]]
