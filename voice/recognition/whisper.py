@@ -498,7 +498,7 @@ class WhisperRecognizer:
         if heard.hypothesis.understood:
             if near - runner >= t.min_lead or near >= free - t.max_behind:
                 return settled
-            return replace(settled, hypothesis=Hypothesis(" ".join(heard.words), False, 0.0))
+            return replace(settled, hypothesis=_unheard(heard.words))
         if near >= runner:
             phrase, best, lead, distance = heard.nearest.phrase, near, near - runner, heard.distance
             ours = True
@@ -527,7 +527,7 @@ class WhisperRecognizer:
             if near is not None and near.distance < best[0]:
                 best = (near.distance, near, heard_words)
         _, near, heard_words = best
-        nothing = Hypothesis(" ".join(heard_words), False, 0.0)
+        nothing = _unheard(heard_words)
         if near is None:
             return Transcribed(text, tuple(heard_words), None, math.inf, 0.0, no_speech, nothing)
         heard = Transcribed(text, tuple(heard_words), near.nearest, near.distance, near.margin,
@@ -540,7 +540,6 @@ class WhisperRecognizer:
         confidence = float(np.clip(1.0 - near.distance / (2 * tuning.max_distance), 0.0, 1.0))
         return replace(heard, hypothesis=Hypothesis(phrase, True, confidence,
                                                     _timings(phrase.split(), *audio)))
-
 
     def _nearest(self, heard_words: list[str], prepared: _Prepared) -> _Near | None:
         """The nearest phrase to some words, its distance per phone, its margin over the
@@ -640,6 +639,11 @@ def _trim(samples: np.ndarray) -> tuple[np.ndarray, int]:
         return samples, 0
     start = max(0, int(loud[0]) * _FRAME - _MARGIN)
     return samples[start : (int(loud[-1]) + 1) * _FRAME + _MARGIN], start
+
+
+def _unheard(words: Sequence[str]) -> Hypothesis:
+    """Whisper's words, not understood."""
+    return Hypothesis(" ".join(words), False, 0.0)
 
 
 def _timings(words: list[str], audio: np.ndarray, start: int) -> tuple[Word, ...]:
