@@ -1,10 +1,10 @@
 """The game journal: every action appended to disk as it happens, so nothing is lost.
 
 JSON lines: a header naming the game, its players, stacked decks, options (versioned,
-keyed by field: :meth:`voice.table.options.Options.to_json`),
-seed and the recogniser the table hears it with (none for a transcript); then one ``step`` line per utterance heard (or timer fired) carrying the
-actions it caused, written in one piece and fsynced, and ``undo`` lines where a
-human referee overruled a verdict. Because the engine replays
+keyed by field: :meth:`voice.table.options.Options.to_json`), seed and the recogniser the
+table hears it with (none for a transcript); then one ``step`` line per utterance heard (or
+timer fired) carrying the actions it caused, written in one piece and fsynced, and ``undo``
+lines where a human referee overruled a verdict. Because the engine replays
 deterministically, config + seed + actions restore the exact state; the count
 of utterances heard tells a resumed recording where to go on.
 
