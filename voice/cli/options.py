@@ -187,13 +187,11 @@ def add_output_arguments(p: argparse.ArgumentParser, journal: bool = True) -> No
     )
 
 
-def add_live_arguments(p: argparse.ArgumentParser, backend: str | None = DEFAULT_BACKEND,
-                       why: str = "it hears people best") -> None:
+def add_live_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mics", metavar="SPEC",
                    help="DEVICE (one multichannel interface) or DEV:CH,... (one per player); "
                    "default: the set-up saved by 'orderup calibrate'")
     p.add_argument("--setup", metavar="FILE", help="a saved table set-up (default: your config dir)")
-    add_backend_argument(p, backend, why)
     p.add_argument("--no-speech", action="store_true", help="print the narration, do not speak it")
 
 

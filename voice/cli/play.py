@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from engine.core import ConfigError, Event
 from voice.cli.options import (
+    add_backend_argument,
     add_clips_argument,
     add_game_arguments,
     add_join_gap_argument,
@@ -66,6 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--journal", metavar="FILE",
                    help="where to journal the game (default: a new file in your data dir)")
     add_live_arguments(p)
+    add_backend_argument(p)
     add_voice_arguments(p)
     p.set_defaults(handler=handle)
 

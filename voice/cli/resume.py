@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.core import Event
-from voice.cli.options import add_live_arguments, add_output_arguments
+from voice.cli.options import add_backend_argument, add_live_arguments, add_output_arguments
 from voice.cli.output import Output, fail, finish_transcript
 from voice.recognition.interface import DEFAULT_BACKEND
 from voice.table.journal import Journal, JournalError, Restored, read_journal, replay_journal
@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--play", action="store_true",
                    help="go on with the live game (microphones as in 'orderup play')")
     add_output_arguments(p, journal=False)
-    add_live_arguments(p, None, f"the one the journal's game was heard with, else {DEFAULT_BACKEND}")
+    add_live_arguments(p)
+    add_backend_argument(p, None, f"the one the journal's game was heard with, else {DEFAULT_BACKEND}")
     p.set_defaults(handler=handle)
 
 
