@@ -15,7 +15,7 @@ import pytest
 
 from scripts.scenes import spoken
 from voice.cli.main import main
-from voice.recognition.grammar import game_grammar
+from voice.recognition.grammar import Grammar, game_grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.recognition.models import locate
 from voice.recognition.nearest import Lexicon, PhraseMatcher, text_words
@@ -52,6 +52,17 @@ def whisper() -> WhisperRecognizer:
 @cache
 def poutine():  # type: ignore[no-untyped-def]
     return game_grammar("poutine", PLAYERS)
+
+
+def moment(game_name: str, player: str) -> Grammar:
+    """`player`'s grammar of the moment as a game of `game_name` begins."""
+    from engine.core import GameState  # noqa: F401
+    from voice.table.games import lookup
+    from voice.table.options import TableOptions
+
+    game = lookup(game_name)
+    state = game.new_game(game.make_config(PLAYERS, {}, game.options(), TableOptions()), 1)
+    return game_grammar(game_name, PLAYERS, state, player)
 
 
 def speak(text: str, voice: str = "en-us", speed: int = 160) -> np.ndarray:
@@ -107,7 +118,7 @@ def test_a_table_of_people_is_heard_with_whisper_unless_told_otherwise(
 
 def test_a_synthesised_call_streamed_is_recognised_and_chatter_is_not() -> None:
     stream = whisper().stream(poutine())
-    x = speak("give two to bob")
+    x = speak("give two to bob", "en-gb")
     for block in np.array_split(x, 20):
         stream.feed(block)
     hyp = stream.finish()
@@ -121,9 +132,12 @@ def test_a_synthesised_call_streamed_is_recognised_and_chatter_is_not() -> None:
 
 
 def test_a_call_two_sound_alike_phones_from_another_is_understood() -> None:
-    """Whisper writes "pop" as said, two voiced-for-voiceless consonants from Bob's name,
-    and "mine" as "my", as far from "mine" as from "bob": each is still its call."""
-    for text, voice, grammar in (("pop", "en-us", poutine()),
+    """Whisper writes "pop" as said, two voiced-for-voiceless consonants from Bob's name (a
+    rival when a cook calls: the names are the waitresses'), and "mine" as "my", as far
+    from "mine" as from "bob": each is still its call."""
+    cook = moment("poutine", "Ann")
+    assert "bob" not in cook.words
+    for text, voice, grammar in (("pop", "en-us", cook),
                                  ("mine onion soup", "en-gb", game_grammar("chaosteria", PLAYERS))):
         (heard,) = whisper().hear_many([speak(text, voice)], grammar)
         assert heard.margin < 1.0, heard
@@ -178,17 +192,11 @@ def test_the_prompt_holds_every_player_name_within_the_token_limit() -> None:
     text = whisper().prompt(chaos)
     assert all(n in text for n in names)
     assert len(whisper()._model.encode(" " + text)) <= PROMPT_TOKENS
-    from engine.core import GameState  # noqa: F401
-    from voice.table.games import lookup
-    from voice.table.options import TableOptions
-
-    game = lookup("desserts")
-    state = game.new_game(game.make_config(PLAYERS, {}, game.options(), TableOptions()), 1)
-    moment = game_grammar("desserts", PLAYERS, state, "Ann")
-    assert moment.words < game_grammar("desserts", PLAYERS).words
-    prompt = whisper().prompt(moment)
+    ann = moment("desserts", "Ann")
+    assert ann.words < game_grammar("desserts", PLAYERS).words
+    prompt = whisper().prompt(ann)
     assert all(w not in prompt.lower().replace(",", " ").replace(".", " ").split()
-               for w in game_grammar("desserts", PLAYERS).words - moment.words)
+               for w in game_grammar("desserts", PLAYERS).words - ann.words)
 
 
 def test_model_files_are_checked_against_pinned_sums(tmp_path: Path) -> None:

@@ -174,7 +174,9 @@ def prompt_text(grammar: Grammar, count_tokens: Any, style: str = "chunks",
     its phrases' literal runs and slot alternatives comma-separated ("chunks"), or its
     words; where that is more than `limit` tokens (`count_tokens(text)`), the words
     comma-separated, then space-separated, then as many of the words as fit after the names.
-    Raises RecognizerError when the names alone do not fit."""
+    A comma-separated list ends with a full stop: Whisper goes on with a list left open, and
+    from a call it barely heard in babble it wrote "and" and stopped. Raises RecognizerError
+    when the names alone do not fit."""
     names = [" ".join(w.capitalize() for w in alt.split())
              for alt in grammar.slot_map.get("player", ())]
     taken = {n.lower() for n in names}
@@ -182,9 +184,9 @@ def prompt_text(grammar: Grammar, count_tokens: Any, style: str = "chunks",
     words = sorted(w for w in grammar.words if w not in {x for n in taken for x in n.split()})
     if style == "none":
         return ""
-    tries = {"chunks": [", ".join([*names, *chunks])],
+    tries = {"chunks": [", ".join([*names, *chunks]) + "."],
              "sentences": [" ".join(f"{c[0].upper()}{c[1:]}." for c in [*names, *chunks])],
-             }.get(style, []) + [", ".join([*names, *words]), " ".join([*names, *words])]
+             }.get(style, []) + [", ".join([*names, *words]) + ".", " ".join([*names, *words])]
     for text in tries:
         if count_tokens(text) <= limit:
             return text
