@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scripts.measure_recognition import PLAYERS, moments
 from scripts.scenes import spoken
 from voice.cli.main import main
-from voice.recognition.grammar import Grammar, game_grammar
+from voice.recognition.grammar import game_grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.recognition.models import locate
 from voice.recognition.nearest import Lexicon, PhraseMatcher, text_words
@@ -31,7 +32,6 @@ from voice.recognition.whisper import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real_speech"
-PLAYERS = ("Ann", "Bob", "Priya")
 
 
 def clip(name: str) -> np.ndarray:
@@ -52,17 +52,6 @@ def whisper() -> WhisperRecognizer:
 @cache
 def poutine():  # type: ignore[no-untyped-def]
     return game_grammar("poutine", PLAYERS)
-
-
-def moment(game_name: str, player: str) -> Grammar:
-    """`player`'s grammar of the moment as a game of `game_name` begins."""
-    from engine.core import GameState  # noqa: F401
-    from voice.table.games import lookup
-    from voice.table.options import TableOptions
-
-    game = lookup(game_name)
-    state = game.new_game(game.make_config(PLAYERS, {}, game.options(), TableOptions()), 1)
-    return game_grammar(game_name, PLAYERS, state, player)
 
 
 def speak(text: str, voice: str = "en-us", speed: int = 160) -> np.ndarray:
@@ -135,7 +124,7 @@ def test_a_call_two_sound_alike_phones_from_another_is_understood() -> None:
     """Whisper writes "pop" as said, two voiced-for-voiceless consonants from Bob's name (a
     rival when a cook calls: the names are the waitresses'), and "mine" as "my", as far
     from "mine" as from "bob": each is still its call."""
-    cook = moment("poutine", "Ann")
+    cook = moments()["poutine, cooking"][1]  # Ann's, as the game begins
     assert "bob" not in cook.words
     for text, voice, grammar in (("pop", "en-us", cook),
                                  ("mine onion soup", "en-gb", game_grammar("chaosteria", PLAYERS))):
@@ -192,7 +181,7 @@ def test_the_prompt_holds_every_player_name_within_the_token_limit() -> None:
     text = whisper().prompt(chaos)
     assert all(n in text for n in names)
     assert len(whisper()._model.encode(" " + text)) <= PROMPT_TOKENS
-    ann = moment("desserts", "Ann")
+    ann = moments()["desserts, calling"][1]  # Ann's, as the game begins
     assert ann.words < game_grammar("desserts", PLAYERS).words
     prompt = whisper().prompt(ann)
     assert all(w not in prompt.lower().replace(",", " ").replace(".", " ").split()
