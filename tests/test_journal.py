@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import json
 import os
@@ -16,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from voice.cli.play import default_journal
-from voice.table.journal import Journal, JournalError, Setup, read_journal, restore
+from voice.audio.live import MicInput
+from voice.cli.play import default_journal, play_live
+from voice.table.journal import Journal, JournalError, Setup, read_journal, replay_journal, restore
 from voice.table.options import DessertsOptions, Options
 from voice.table.referee import Referee
 
@@ -275,6 +277,31 @@ def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
     resumed = orderup("resume", str(journal), "--transcript", str(transcript), "--json")
     assert json.loads(resumed[-1]) == json.loads(uninterrupted[-1])
     assert read_journal(str(journal)).actions == read_journal(str(full_journal)).actions
+
+
+def test_ctrl_c_while_a_live_game_loads_says_how_to_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C before the mics open (the recogniser still loading, on a slow laptop) stops a
+    resumed live game as Ctrl-C at the table does: the journal closed, and how to go on."""
+    _, journal, _ = refereed(tmp_path)
+    before = journal.read_bytes()
+
+    def loading(backend: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("voice.recognition.interface.create_recognizer", loading)
+    reopened, restored = Journal.reopen(str(journal))
+    game, state = replay_journal(str(journal), restored)
+    args = argparse.Namespace(command="resume", backend="pocketsphinx", no_speech=True,
+                              journal=str(journal))
+    mics = [MicInput(None, channel) for channel in range(3)]
+    code = play_live(args, Referee(game, state, reopened), restored.setup.options.table, mics,
+                     resumed=restored)
+    assert code == 130
+    assert capsys.readouterr().err == (f"orderup resume: stopped. The game is saved: orderup "
+                                       f"resume {journal} --play\n")
+    assert journal.read_bytes() == before
+    Journal.reopen(str(journal))[0].close()  # the lock released
 
 
 def test_damaged_journals_are_clear_errors(tmp_path: Path) -> None:

@@ -214,6 +214,26 @@ def test_urgent_verdict_cuts_a_long_announcement(synth: Pyttsx3Synthesizer) -> N
     assert announcer.spoken[0].cut
 
 
+def test_hushed_announcer_closes_at_once(synth: Pyttsx3Synthesizer) -> None:
+    """Ctrl-C: what is being said is cut and what is queued is dropped, so closing does not
+    wait for the rest of the narration (the held sink would hold it until released)."""
+    heard: list[str] = []
+    sink = HeldSink()
+    announcer = Announcer(synth, sink, echo=heard.append)
+    announcer.say("Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen.")
+    skipped = announcer.say("Favorite: Hazelnut Torte.")
+    assert sink.playing.wait(10)
+    announcer.hush()
+    closing = threading.Thread(target=announcer.close)
+    closing.start()
+    closing.join(10)
+    sink.release.set()  # lets a failed test's announcer end
+    assert not closing.is_alive()
+    assert skipped.is_set()
+    assert heard == ["Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen."]
+    assert announcer.spoken[0].cut
+
+
 def test_text_only_announcer_just_prints() -> None:
     heard: list[str] = []
     announcer = Announcer(None, None, echo=heard.append)

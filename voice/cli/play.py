@@ -122,33 +122,34 @@ def play_live(
     tap = ReferenceTap()
     statuses: list[str] = []
     source = LiveSource(mics, on_status=lambda s: statuses.append(s.message))
-    try:
+    players = referee.state.config.players
+    announcer = None
+    try:  # from here on Ctrl-C (even while the recogniser loads) says how to go on
         announcer = start_announcer(table.rate_wpm, table.voice, speaker=not args.no_speech,
                                     echo=view_lines.append, tap=tap)
-    except UnknownVoice as exc:
-        return fail(args.command, str(exc))
-    players = referee.state.config.players
-    try:
         loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
                          tie_window_ms=table.tie_window_ms, join_gap_s=table.join_gap_s,
                          calibration=calibration,
                          clips=ClipStore(clip_folder(args.journal), table.clips_mb),
                          heard=resumed.heard if resumed else (),
                          resume="live" if resumed else None)
-    except (ModelNotFound, RecognizerError) as exc:
-        return fail(args.command, str(exc))
-    narrate(announcer, referee.state.opening)
-    try:
+        narrate(announcer, referee.state.opening)
         with Keys() as keys:
             frames = with_reference(started(source, tap), tap.read)
             drive(loop, frames, announcer, keys, statuses, view_lines, referee.game.name)
+    except (UnknownVoice, ModelNotFound, RecognizerError) as exc:
+        referee.close()
+        return fail(args.command, str(exc))
     except AudioStreamError as exc:
         referee.close()
         return fail(args.command, f"{exc}. {resume_hint(referee.journal, '--play')}")
     except KeyboardInterrupt:
+        if announcer is not None:
+            announcer.hush()
         return stopped(args.command, referee, "--play")
     finally:
-        announcer.close()
+        if announcer is not None:
+            announcer.close()
     referee.close()
     print(resume_hint(referee.journal, "--play"))
     return 0

@@ -363,14 +363,18 @@ class Announcer:
         returns an event set once it has been spoken (or skipped)."""
         line = _Line(text, urgent, tuple(then))
         if urgent:
-            self._stop.set()
-            with self._queue.mutex:
-                skipped = [item for item in self._queue.queue if item is not None]
-                self._queue.queue.clear()
-            for item in skipped:
-                item.done.set()
+            self.hush()
         self._queue.put(line)
         return line.done
+
+    def hush(self) -> None:
+        """Cut what is being said and drop what is queued (until an urgent line lifts the cut)."""
+        self._stop.set()
+        with self._queue.mutex:
+            skipped = [item for item in self._queue.queue if item is not None]
+            self._queue.queue.clear()
+        for item in skipped:
+            item.done.set()
 
     def speaking(self, t: float, tail_s: float = 0.3) -> bool:
         """Whether the app was speaking at ``t`` (or within ``tail_s`` after)."""
