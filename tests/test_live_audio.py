@@ -105,27 +105,61 @@ def no_game_left_running() -> Iterator[None]:
     SPAWNED.clear()
 
 
+CTRL_C_HEARD = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "runpy.run_module('voice.cli', run_name='__main__', alter_sys=True)")
+"""``python -m voice.cli`` with Ctrl-C (SIGINT) raising KeyboardInterrupt as at a terminal,
+even where the tests run in the background: a shell starts background jobs with SIGINT
+ignored, and a Python started so never raises KeyboardInterrupt."""
+
+
 def orderup(env: dict[str, str], *argv: str) -> subprocess.Popen[str]:
-    game = subprocess.Popen([sys.executable, "-m", "voice.cli", *argv], env=env,
+    game = subprocess.Popen([sys.executable, "-c", CTRL_C_HEARD, *argv], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     SPAWNED.append(game)
     return game
 
 
+def recording(env: dict[str, str], pid: int) -> set[str]:
+    """The streams from the table's mics (PulseAudio's source outputs) process ``pid`` has
+    open, by number."""
+    streams = pactl(env, "list", "source-outputs").split("Source Output #")[1:]
+    return {s.split()[0] for s in streams if f'application.process.id = "{pid}"' in s}
+
+
 def listening(env: dict[str, str], game: subprocess.Popen[str]) -> None:
-    """Wait until ``game`` records from the table's mics (its recogniser loaded)."""
+    """Wait until ``game`` records from the table's mics: the same stream open a second apart
+    (a stream opened only to look at the device is gone by then; the table's stays open from
+    when its recogniser is loaded)."""
     deadline = time.monotonic() + 120
-    while not pactl(env, "list", "short", "source-outputs").strip():
+    before: set[str] = set()
+    while not (now := recording(env, game.pid)) & before:
         assert game.poll() is None, game.communicate()
         assert time.monotonic() < deadline, "orderup never opened the microphones"
-        time.sleep(0.2)
+        before = now
+        time.sleep(1.0)
 
 
 def into_the_mics(env: dict[str, str], wav: Path) -> None:
     """Play ``wav`` (a channel a player) into the table's mics, in real time."""
     subprocess.run(["paplay", "--device=table", f"--channel-map={MAP}", str(wav)], env=env,
                    check=True, timeout=120)
+
+
+def refereed(journal: Path, game: subprocess.Popen[str], guests: dict[str, int]) -> None:
+    """Wait until ``journal`` shows the players with these ``guests`` (the calls played decoded
+    and refereed, however slowly this machine hears them), and a moment for the game to print
+    what it journaled."""
+    deadline = time.monotonic() + 120
+    while True:
+        assert game.poll() is None, game.communicate()
+        if journal.exists():
+            players = restore(str(journal))[1].summary()["players"]
+            if all(players[name]["guests"] == n for name, n in guests.items()):
+                break
+        assert time.monotonic() < deadline, f"{journal} never showed {guests}"
+        time.sleep(0.2)
+    time.sleep(1)
 
 
 def test_a_live_game_through_the_audio_server_survives_a_kill(
@@ -143,7 +177,7 @@ def test_a_live_game_through_the_audio_server_survives_a_kill(
                    str(stack), "--mics", "pulse", "--journal", str(journal))
     listening(server, game)
     into_the_mics(server, before)
-    time.sleep(3)  # the last call decoded and refereed
+    refereed(journal, game, {"Maya": 1})
     game.send_signal(signal.SIGKILL)
     first, err = game.communicate(timeout=30)
     assert "Maya first." in first and "Maya takes Rocky." in first, first + err
@@ -153,7 +187,7 @@ def test_a_live_game_through_the_audio_server_survives_a_kill(
     resumed = orderup(server, "resume", str(journal), "--play", "--mics", "pulse")
     listening(server, resumed)
     into_the_mics(server, after)
-    time.sleep(3)
+    refereed(journal, resumed, {"Priya": 1})
     resumed.send_signal(signal.SIGINT)
     out, err = resumed.communicate(timeout=60)
     assert resumed.returncode == 130, err
