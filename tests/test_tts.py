@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -166,6 +167,23 @@ def test_flite_speaks_at_the_speed_and_pitch_asked() -> None:
     assert _pitch_hz(high) > 1.2 * _pitch_hz(plain)  # asked: 2 ** 0.4 = 1.32 times
     with pytest.raises(SpeechUnavailable, match="no voice 'nobody'"):
         FliteSynthesizer("nobody")
+
+
+def test_rendering_a_line_leaves_stderr_alone(synth: Pyttsx3Synthesizer,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The announcer renders on a thread of its own: muting the process's stderr there (as
+    reading a file that may not be audio does) would swallow what the game says meanwhile on
+    the main thread, such as how to resume a game stopped with Ctrl-C."""
+    pointed: list[int] = []
+    dup2 = os.dup2
+
+    def recorded(fd: int, fd2: int, inheritable: bool = True) -> int:
+        pointed.append(fd2)
+        return dup2(fd, fd2, inheritable)
+
+    monkeypatch.setattr(os, "dup2", recorded)
+    assert synth.render("Maya first.").size > 0
+    assert 2 not in pointed
 
 
 def test_announcer_speaks_in_order_without_blocking(synth: Pyttsx3Synthesizer) -> None:

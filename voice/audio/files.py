@@ -41,7 +41,10 @@ class WavSource:
     Each channel is one player's microphone. Output is resampled to `rate_hz` (16 kHz by
     default; None keeps the file's rate). `realtime=True` paces frames to the wall clock.
     The header is checked on construction, so a bad file fails early with
-    :class:`AudioFileError` naming the file and the problem.
+    :class:`AudioFileError` naming the file and the problem. What C libraries print on
+    stderr while the file is opened is muted (:func:`_native_stderr_muted`) unless
+    `mute_native` is False: a file orderup wrote itself, read on a thread while others may
+    be saying something on stderr.
     """
 
     def __init__(
@@ -50,16 +53,18 @@ class WavSource:
         block_ms: float = 20.0,
         realtime: bool = False,
         rate_hz: int | None = PIPELINE_RATE_HZ,
+        mute_native: bool = True,
     ) -> None:
         import soundfile as sf
 
         self.path = Path(path)
+        self._muted = _native_stderr_muted if mute_native else contextlib.nullcontext
         if block_ms <= 0:
             raise ValueError(f"block_ms must be positive, got {block_ms}")
         if not self.path.is_file():
             raise AudioFileError(f"{self.path}: no such file")
         try:
-            with _native_stderr_muted():
+            with self._muted():
                 info = sf.info(str(self.path))
         except (RuntimeError, OSError) as exc:  # LibsndfileError is a RuntimeError
             raise AudioFileError(f"{self.path}: not a readable audio file ({exc})") from None
@@ -94,7 +99,7 @@ class WavSource:
         block = max(1, round(self.file_rate_hz * self.block_ms / 1000))
         start = 0
         try:
-            with _native_stderr_muted():
+            with self._muted():
                 opened = sf.SoundFile(str(self.path))
             with opened as f:
                 while True:
@@ -126,7 +131,8 @@ class WavSource:
 @contextlib.contextmanager
 def _native_stderr_muted() -> Iterator[None]:
     """Silence what C libraries print on the process's stderr meanwhile: libsndfile's MPEG
-    decoder prints its resync notes on a file that is not audio, where orderup says one line."""
+    decoder prints its resync notes on a file that is not audio, where orderup says one line.
+    The process's stderr is muted, every thread's: what another thread says meanwhile is lost."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
@@ -156,9 +162,11 @@ def _promised_frames(path: Path) -> int | None:
     return None
 
 
-def read_wav(path: str | Path, rate_hz: int | None = PIPELINE_RATE_HZ) -> np.ndarray:
-    """A whole WAV file as one (n, channels) float32 array at `rate_hz`."""
-    src = WavSource(path, block_ms=1000.0, rate_hz=rate_hz)
+def read_wav(path: str | Path, rate_hz: int | None = PIPELINE_RATE_HZ,
+             mute_native: bool = True) -> np.ndarray:
+    """A whole WAV file as one (n, channels) float32 array at `rate_hz` (`mute_native`: see
+    :class:`WavSource`)."""
+    src = WavSource(path, block_ms=1000.0, rate_hz=rate_hz, mute_native=mute_native)
     blocks = [f.samples for f in src]
     return np.concatenate(blocks) if blocks else np.zeros((0, src.channels), np.float32)
 

@@ -103,7 +103,9 @@ class Pyttsx3Synthesizer:
                 raise SpeechUnavailable(
                     f"espeak-ng did not finish {text!r} in {self.RENDER_TIMEOUT_S:.0f} s")
             try:
-                samples = read_wav(path, PIPELINE_RATE_HZ)
+                # espeak-ng's own file, read on the announcer's thread: stderr is left as
+                # it is, where the game may be saying how to resume a stopped game
+                samples = read_wav(path, PIPELINE_RATE_HZ, mute_native=False)
             except AudioFileError as exc:
                 raise SpeechUnavailable(
                     f"espeak-ng rendered no audio for {text!r} ({exc})") from None
