@@ -1,10 +1,12 @@
-"""Run transcripts through the real ``orderup referee`` path for rule tests."""
+"""Run transcripts through the real ``orderup referee`` path for rule tests, and orderup as
+a process that Ctrl-C stops."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import sys
 import textwrap
 from typing import Any
 
@@ -45,3 +47,14 @@ def kinds(events: list[dict[str, Any]]) -> list[str]:
 
 def said(events: list[dict[str, Any]]) -> list[str]:
     return [e["say"] for e in events if e.get("say")]
+
+
+CTRL_C_HEARD = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "runpy.run_module('voice.cli', run_name='__main__', alter_sys=True)")
+
+
+def orderup_argv(*argv: str) -> list[str]:
+    """``python -m voice.cli ARGV`` with Ctrl-C (SIGINT) raising KeyboardInterrupt as at a
+    terminal, even where the tests run in the background: a shell starts background jobs with
+    SIGINT ignored, and a Python started so never raises KeyboardInterrupt."""
+    return [sys.executable, "-c", CTRL_C_HEARD, *argv]

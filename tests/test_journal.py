@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from referee_helpers import orderup_argv
 
 from voice.audio.live import MicInput
 from voice.cli.play import default_journal, play_live
@@ -72,8 +73,8 @@ def test_sigkill_mid_game_then_resume_matches_an_uninterrupted_run(tmp_path: Pat
 
     journal = tmp_path / "killed.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "voice.cli", "referee", "desserts", "--transcript", str(transcript),
-         "--json", "--guest-timeout", "0.5", "--realtime", "--journal", str(journal)],
+        orderup_argv("referee", "desserts", "--transcript", str(transcript), "--json",
+                     "--guest-timeout", "0.5", "--realtime", "--journal", str(journal)),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 30
@@ -262,8 +263,8 @@ def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
     transcript, full_journal, uninterrupted = refereed(tmp_path, 120)
     journal = tmp_path / "stopped.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "voice.cli", "referee", "desserts", "--transcript", str(transcript),
-         "--json", "--guest-timeout", "0.5", "--realtime", "--journal", str(journal)],
+        orderup_argv("referee", "desserts", "--transcript", str(transcript), "--json",
+                     "--guest-timeout", "0.5", "--realtime", "--journal", str(journal)),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + 30

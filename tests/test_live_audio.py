@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from importlib import resources
@@ -23,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from referee_helpers import orderup_argv
 
 from voice.table.journal import restore
 
@@ -105,15 +105,8 @@ def no_game_left_running() -> Iterator[None]:
     SPAWNED.clear()
 
 
-CTRL_C_HEARD = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                "runpy.run_module('voice.cli', run_name='__main__', alter_sys=True)")
-"""``python -m voice.cli`` with Ctrl-C (SIGINT) raising KeyboardInterrupt as at a terminal,
-even where the tests run in the background: a shell starts background jobs with SIGINT
-ignored, and a Python started so never raises KeyboardInterrupt."""
-
-
 def orderup(env: dict[str, str], *argv: str) -> subprocess.Popen[str]:
-    game = subprocess.Popen([sys.executable, "-c", CTRL_C_HEARD, *argv], env=env,
+    game = subprocess.Popen(orderup_argv(*argv), env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     SPAWNED.append(game)
