@@ -215,32 +215,38 @@ class HeldSink:
             time.sleep(0.001)
 
 
-def test_urgent_verdict_cuts_a_long_announcement(synth: Pyttsx3Synthesizer) -> None:
+LONG_LINE = "Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen."
+
+
+def mid_announcement(synth: Pyttsx3Synthesizer
+                     ) -> tuple[Announcer, HeldSink, list[str], threading.Event]:
+    """An announcer saying a long line on a held sink, another line queued behind it: the
+    announcer, its sink, what it has echoed, and the queued line's done event."""
     heard: list[str] = []
     sink = HeldSink()
     announcer = Announcer(synth, sink, echo=heard.append)
-    announcer.say("Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen.")
+    announcer.say(LONG_LINE)
     skipped = announcer.say("Favorite: Hazelnut Torte.")
     assert sink.playing.wait(10)
+    return announcer, sink, heard, skipped
+
+
+def test_urgent_verdict_cuts_a_long_announcement(synth: Pyttsx3Synthesizer) -> None:
+    announcer, sink, heard, skipped = mid_announcement(synth)
     sink.playing.clear()
     announcer.say("Stop!", urgent=True)
     assert sink.playing.wait(10)  # the verdict is being spoken now
     sink.release.set()
     announcer.close()
     assert skipped.is_set()
-    assert heard == ["Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen.", "Stop!"]
+    assert heard == [LONG_LINE, "Stop!"]
     assert announcer.spoken[0].cut
 
 
 def test_hushed_announcer_closes_at_once(synth: Pyttsx3Synthesizer) -> None:
     """Ctrl-C: what is being said is cut and what is queued is dropped, so closing does not
     wait for the rest of the narration (the held sink would hold it until released)."""
-    heard: list[str] = []
-    sink = HeldSink()
-    announcer = Announcer(synth, sink, echo=heard.append)
-    announcer.say("Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen.")
-    skipped = announcer.say("Favorite: Hazelnut Torte.")
-    assert sink.playing.wait(10)
+    announcer, sink, heard, skipped = mid_announcement(synth)
     announcer.hush()
     closing = threading.Thread(target=announcer.close)
     closing.start()
@@ -248,7 +254,7 @@ def test_hushed_announcer_closes_at_once(synth: Pyttsx3Synthesizer) -> None:
     sink.release.set()  # lets a failed test's announcer end
     assert not closing.is_alive()
     assert skipped.is_set()
-    assert heard == ["Next guest: Professor Hazel. Craves nuts and cake. Dislikes frozen."]
+    assert heard == [LONG_LINE]
     assert announcer.spoken[0].cut
 
 
