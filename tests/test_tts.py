@@ -186,6 +186,17 @@ def test_rendering_a_line_leaves_stderr_alone(synth: Pyttsx3Synthesizer,
     assert 2 not in pointed
 
 
+def test_portaudio_starts_before_the_announcers_thread_speaks() -> None:
+    """Starting, sounddevice mutes the process's stderr: it starts where the announcer is
+    made, not on the announcer's thread at its first line, while the game may be saying
+    something on stderr."""
+    made = ("import sys; from voice.table.narration import start_announcer; "
+            "announcer = start_announcer(); print('sounddevice' in sys.modules); announcer.close()")
+    started = subprocess.run([sys.executable, "-c", made], capture_output=True, text=True,
+                             check=True, timeout=60)
+    assert started.stdout.split() == ["True"], started.stderr
+
+
 def test_announcer_speaks_in_order_without_blocking(synth: Pyttsx3Synthesizer) -> None:
     heard: list[str] = []
     announcer = Announcer(synth, ClockSink(), echo=heard.append)

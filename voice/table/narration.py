@@ -293,6 +293,13 @@ class SpeakerSink:
     """
 
     def __init__(self, device: int | str | None = None, tap: ReferenceTap | None = None) -> None:
+        """PortAudio is started here, on the caller's thread, not on the announcer's: starting,
+        sounddevice mutes the process's stderr, and what the game said meanwhile would be
+        lost. Without PortAudio, :class:`SpeechUnavailable`."""
+        try:
+            import sounddevice  # noqa: F401
+        except OSError as exc:
+            raise SpeechUnavailable(f"no speaker to play on ({exc})") from exc
         self.device = device
         self.tap = tap
 
@@ -416,11 +423,13 @@ def start_announcer(
 ) -> Announcer:
     """An announcer on the speaker, or a text-only one with a notice when speech is unavailable
     (an :class:`UnknownVoice` is raised)."""
+    synth: Synthesizer | None = None
+    sink: Sink | None = None
     try:
-        synth: Synthesizer | None = Pyttsx3Synthesizer(rate_wpm, voice)
+        synth = Pyttsx3Synthesizer(rate_wpm, voice)
+        sink = SpeakerSink(tap=tap) if speaker else None
     except UnknownVoice:
         raise
     except SpeechUnavailable as exc:
         echo(f"(narration is text only: {exc})")
-        synth = None
-    return Announcer(synth, SpeakerSink(tap=tap) if speaker and synth else None, echo=echo)
+    return Announcer(synth, sink, echo=echo)
