@@ -154,9 +154,24 @@ def test_a_replay_in_a_terminal_shows_how_far_it_has_got(tmp_path: Path) -> None
             "--players", "Ann,Bob", "--realtime"]
     code, screen, written = in_terminal(argv, 80, 24)
     assert code == 0
+    assert b"Loading the whisper recogniser" in written
     assert b"0:01 / 0:03 of the recording" in written  # the bar, as the recording goes on
     left = "\n".join(screen.display)
     assert "Dealing 5 desserts" in left and "Final scores" in left
-    assert "of the recording" not in left  # and gone once it is done
+    assert "of the recording" not in left and "Loading" not in left  # and gone once done
     code, _, written = in_terminal([*argv, "--json"], 80, 24)
-    assert code == 0 and b"of the recording" not in written
+    assert code == 0 and b"of the recording" not in written and b"Loading" not in written
+
+
+@pytest.mark.slow
+def test_a_live_game_in_a_terminal_says_while_its_recogniser_loads(tmp_path: Path) -> None:
+    """Whisper takes seconds to load on a slow laptop: a spinner says so meanwhile, gone once
+    it has loaded (here the game then stops: this machine has no microphone to open)."""
+    argv = [sys.executable, "-m", "voice.cli", "play", "desserts", "--players", "Ann,Bob",
+            "--no-speech", "--journal", str(tmp_path / "game.jsonl")]
+    code, screen, written = in_terminal(argv, 100, 24)
+    assert code == 2
+    assert b"Loading the whisper recogniser" in written
+    left = "\n".join(screen.display)
+    assert "Loading the" not in left and "orderup play: cannot open" in left, left
+

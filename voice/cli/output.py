@@ -53,6 +53,19 @@ def stopped(command: str, referee: Referee, how: str) -> int:
 
 
 @contextlib.contextmanager
+def loading(output: Output, backend: str) -> Iterator[None]:
+    """While the recogniser loads (seconds, for Whisper on a slow laptop): a spinner saying
+    so when the output is text on a terminal, gone once it has loaded; elsewhere nothing."""
+    if output.json or not output.out.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(file=output.out).status(f"Loading the {backend} recogniser..."):
+        yield
+
+
+@contextlib.contextmanager
 def progress(output: Output, total_s: float, what: str
              ) -> Iterator[tuple[Output, Callable[[float], None]]]:
     """While a recording of ``total_s`` seconds is refereed: where to print (``output``, its

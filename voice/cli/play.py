@@ -29,7 +29,7 @@ from voice.cli.options import (
     add_voice_arguments,
     setup_from,
 )
-from voice.cli.output import fail, resume_hint, stopped
+from voice.cli.output import Output, fail, loading, resume_hint, stopped
 from voice.table.games import UnknownGame
 from voice.table.journal import JournalError, unique_stamp
 from voice.table.options import TableOptions
@@ -127,12 +127,13 @@ def play_live(
     try:  # from here on Ctrl-C (even while the recogniser loads) says how to go on
         announcer = start_announcer(table.rate_wpm, table.voice, speaker=not args.no_speech,
                                     echo=view_lines.append, tap=tap)
-        loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
-                         tie_window_ms=table.tie_window_ms, join_gap_s=table.join_gap_s,
-                         calibration=calibration,
-                         clips=ClipStore(clip_folder(args.journal), table.clips_mb),
-                         heard=resumed.heard if resumed else (),
-                         resume="live" if resumed else None)
+        with loading(Output(args.command, sys.stdout), args.backend):
+            loop = TableLoop(referee, create_recognizer(args.backend), players, app_channel=True,
+                             tie_window_ms=table.tie_window_ms, join_gap_s=table.join_gap_s,
+                             calibration=calibration,
+                             clips=ClipStore(clip_folder(args.journal), table.clips_mb),
+                             heard=resumed.heard if resumed else (),
+                             resume="live" if resumed else None)
         narrate(announcer, referee.state.opening)
         with Keys() as keys:
             frames = with_reference(started(source, tap), tap.read)

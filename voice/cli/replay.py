@@ -17,7 +17,7 @@ from voice.cli.options import (
     add_output_arguments,
     setup_from,
 )
-from voice.cli.output import Output, fail, progress, stopped
+from voice.cli.output import Output, fail, loading, progress, stopped
 from voice.table.games import UnknownGame
 from voice.table.journal import JournalError, Setup
 from voice.table.referee import Referee
@@ -124,12 +124,15 @@ def replay(setup: Setup, wav: str, output: Output, *, backend: str, journal: str
             raise ConfigError(f"{wav} has {source.channels} channels for {len(players)} players")
         app = app_audio_path(wav, app_audio)
         frames = recorded_frames(source, app)
-        loop = TableLoop(referee, create_recognizer(backend), players,
-                         app_channel=app is not None, tie_window_ms=setup.options.table.tie_window_ms,
-                         join_gap_s=setup.options.table.join_gap_s,
-                         calibration=calibration_for(wav, calibration, players),
-                         clips=clip_store(journal, disputes, setup.options.table.clips_mb), heard=resumed[1].heard if resumed else (),
-                         resume="recording" if resumed else None)
+        with loading(output, backend):
+            loop = TableLoop(referee, create_recognizer(backend), players,
+                             app_channel=app is not None,
+                             tie_window_ms=setup.options.table.tie_window_ms,
+                             join_gap_s=setup.options.table.join_gap_s,
+                             calibration=calibration_for(wav, calibration, players),
+                             clips=clip_store(journal, disputes, setup.options.table.clips_mb),
+                             heard=resumed[1].heard if resumed else (),
+                             resume="recording" if resumed else None)
         if not resumed:
             output.emit(referee.state.opening)
         with progress(output, source.duration_s, Path(wav).name) as (shown, reached):
