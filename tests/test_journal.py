@@ -287,10 +287,11 @@ def test_ctrl_c_while_a_live_game_loads_says_how_to_resume(
     _, journal, _ = refereed(tmp_path)
     before = journal.read_bytes()
 
-    def loading(backend: str) -> None:
+    def interrupted_while_loading(backend: str) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("voice.recognition.interface.create_recognizer", loading)
+    monkeypatch.setattr("voice.recognition.interface.create_recognizer",
+                        interrupted_while_loading)
     reopened, restored = Journal.reopen(str(journal))
     game, state = replay_journal(str(journal), restored)
     args = argparse.Namespace(command="resume", backend="pocketsphinx", no_speech=True,

@@ -304,9 +304,9 @@ class SpeakerSink:
         self.tap = tap
 
     def play(self, samples: np.ndarray, stop: threading.Event) -> None:
-        try:
-            import sounddevice as sd
+        import sounddevice as sd  # loaded by the constructor
 
+        try:
             out = sd.OutputStream(samplerate=PIPELINE_RATE_HZ, channels=1, device=self.device,
                                   dtype="float32")
         except (OSError, sd.PortAudioError) as exc:
