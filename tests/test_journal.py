@@ -20,6 +20,7 @@ from referee_helpers import orderup_argv
 
 from voice.audio.live import MicInput
 from voice.cli.play import default_journal, play_live
+from voice.recognition.interface import RecognizerError
 from voice.table.journal import Journal, JournalError, Setup, read_journal, replay_journal, restore
 from voice.table.options import DessertsOptions, Options
 from voice.table.referee import Referee
@@ -280,18 +281,17 @@ def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
     assert read_journal(str(journal)).actions == read_journal(str(full_journal)).actions
 
 
-def test_ctrl_c_while_a_live_game_loads_says_how_to_resume(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """Ctrl-C before the mics open (the recogniser still loading, on a slow laptop) stops a
-    resumed live game as Ctrl-C at the table does: the journal closed, and how to go on."""
+def resumed_live_game_loading_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     error: BaseException) -> tuple[int, Path, bytes]:
+    """A journaled game resumed live (``resume --play``) whose recogniser raises `error` while
+    it loads: play_live's exit status, the journal and its bytes before."""
     _, journal, _ = refereed(tmp_path)
     before = journal.read_bytes()
 
-    def interrupted_while_loading(backend: str) -> None:
-        raise KeyboardInterrupt
+    def raising_while_loading(backend: str) -> None:
+        raise error
 
-    monkeypatch.setattr("voice.recognition.interface.create_recognizer",
-                        interrupted_while_loading)
+    monkeypatch.setattr("voice.recognition.interface.create_recognizer", raising_while_loading)
     reopened, restored = Journal.reopen(str(journal))
     game, state = replay_journal(str(journal), restored)
     args = argparse.Namespace(command="resume", backend="pocketsphinx", no_speech=True,
@@ -299,9 +299,52 @@ def test_ctrl_c_while_a_live_game_loads_says_how_to_resume(
     mics = [MicInput(None, channel) for channel in range(3)]
     code = play_live(args, Referee(game, state, reopened), restored.setup.options.table, mics,
                      resumed=restored)
+    return code, journal, before
+
+
+def test_ctrl_c_while_a_live_game_loads_says_how_to_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C before the mics open (the recogniser still loading, on a slow laptop) stops a
+    resumed live game as Ctrl-C at the table does: the journal closed, and how to go on."""
+    code, journal, before = resumed_live_game_loading_raises(
+        tmp_path, monkeypatch, KeyboardInterrupt())
     assert code == 130
     assert capsys.readouterr().err == (f"orderup resume: stopped. The game is saved: orderup "
                                        f"resume {journal} --play\n")
+    assert journal.read_bytes() == before
+    Journal.reopen(str(journal))[0].close()  # the lock released
+
+
+def test_a_recogniser_failing_in_a_live_game_says_how_to_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    code, journal, before = resumed_live_game_loading_raises(
+        tmp_path, monkeypatch, RecognizerError("whisper: the decoder ran out of memory"))
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "orderup resume: whisper: the decoder ran out of memory. The game is saved: orderup "
+        f"resume {journal} --play\n")
+    assert journal.read_bytes() == before
+
+
+def test_a_bug_in_a_live_game_is_one_line_with_its_details_kept_and_the_game_saved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An error the app did not foresee does not end a live game in a traceback: one line
+    says what stopped it, where its details are kept (beside the journal, added to at each
+    such error) and how to go on; the journal is closed and whole."""
+    details = tmp_path / "j.jsonl.error.txt"
+    details.write_text("--- an earlier error\n")
+    code, journal, before = resumed_live_game_loading_raises(
+        tmp_path, monkeypatch, ZeroDivisionError("float division by zero"))
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "orderup resume: stopped by an unexpected error (ZeroDivisionError: float division by "
+        f"zero); its details are in {details}. The game is saved: orderup resume {journal} "
+        "--play\n")
+    kept = details.read_text()
+    assert kept.startswith("--- an earlier error\n--- ")
+    assert ": orderup resume\nTraceback (most recent call last):" in kept
+    assert "raising_while_loading" in kept and kept.endswith(
+        "ZeroDivisionError: float division by zero\n")
     assert journal.read_bytes() == before
     Journal.reopen(str(journal))[0].close()  # the lock released
 

@@ -241,3 +241,28 @@ def test_journal_options_that_cannot_be_read_back_are_one_line(
         read_journal(str(path))
     code, _, err = in_process("resume", str(path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_a_bug_in_any_command_is_one_line_with_its_details_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error the app did not foresee ends a command in one line naming it and where its
+    traceback is kept (a file in the temporary folder), the exit status 1, not a traceback."""
+
+    class Broken:
+        def __init__(self, *args: object) -> None:
+            pass
+
+        def render(self, text: str) -> None:
+            raise ValueError(f"cannot render {text!r}")
+
+    monkeypatch.setattr("voice.table.narration.Pyttsx3Synthesizer", Broken)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    code, out, err = in_process("say", "Maya first.", "--out", str(tmp_path / "maya.wav"))
+    [kept] = tmp_path.glob("orderup-error-*.txt")
+    assert (code, out) == (1, "")
+    assert err == ("orderup say: stopped by an unexpected error (ValueError: cannot render "
+                   f"'Maya first.'); its details are in {kept}.\n")
+    details = kept.read_text()
+    assert details.startswith("--- ") and ": orderup say\nTraceback (most recent call last):" in details
+    assert details.endswith("ValueError: cannot render 'Maya first.'\n")
+    assert not (tmp_path / "maya.wav").exists()

@@ -23,7 +23,7 @@ from voice.cli import (
     say,
 )
 from voice.cli.options import Parser, UsageError
-from voice.cli.output import fail
+from voice.cli.output import fail, unexpected
 
 COMMANDS = (
     demo,
@@ -66,4 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, its details kept to report it with
+        print(f"{unexpected(args.command, exc)}.", file=sys.stderr)
+        return 1
     return code

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
@@ -50,6 +53,44 @@ def stopped(command: str, referee: Referee, how: str) -> int:
     referee.close()
     print(f"orderup {command}: stopped. {resume_hint(referee.journal, how)}", file=sys.stderr)
     return 130
+
+
+def crashed(command: str, referee: Referee, how: str, error: BaseException) -> int:
+    """After an error the app did not foresee (a bug) in a live game: close the journal and
+    say what stopped the game (:func:`unexpected`) and how to go on; the exit status 1."""
+    referee.close()
+    print(f"{unexpected(command, error, referee.journal)}. {resume_hint(referee.journal, how)}",
+          file=sys.stderr)
+    return 1
+
+
+def unexpected(command: str, error: BaseException, journal: Journal | None = None) -> str:
+    """One line for an error the app did not foresee: what it was and where its details are
+    kept (:func:`keep_details`)."""
+    return (f"orderup {command}: stopped by an unexpected error ({type(error).__name__}: "
+            f"{one_line(str(error))}); {keep_details(journal, command, error)}")
+
+
+def keep_details(journal: Journal | None, command: str, error: BaseException) -> str:
+    """Add `error`'s traceback to ``JOURNAL.error.txt`` beside the journal (a file in the
+    temporary folder without one), to report the bug with; say where. Where no file can be
+    written, the traceback goes to stderr."""
+    text = (f"--- {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: orderup {command}\n"
+            + "".join(traceback.format_exception(error)))
+    try:
+        if journal is not None:
+            path = f"{journal.path}.error.txt"
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            with tempfile.NamedTemporaryFile("w", prefix="orderup-error-", suffix=".txt",
+                                             delete=False, encoding="utf-8") as f:
+                f.write(text)
+                path = f.name
+    except OSError as exc:
+        print(text, end="", file=sys.stderr)
+        return f"its details are above (not kept in a file: {exc.strerror or exc})"
+    return f"its details are in {path}"
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from voice.cli.options import (
     add_voice_arguments,
     setup_from,
 )
-from voice.cli.output import Output, fail, loading, resume_hint, stopped
+from voice.cli.output import Output, crashed, fail, loading, resume_hint, stopped
 from voice.table.games import UnknownGame
 from voice.table.journal import JournalError, unique_stamp
 from voice.table.options import TableOptions
@@ -138,16 +138,20 @@ def play_live(
         with Keys() as keys:
             frames = with_reference(started(source, tap), tap.read)
             drive(loop, frames, announcer, keys, statuses, view_lines, referee.game.name)
-    except (UnknownVoice, ModelNotFound, RecognizerError) as exc:
+    except (UnknownVoice, ModelNotFound) as exc:
         referee.close()
         return fail(args.command, str(exc))
-    except AudioStreamError as exc:
+    except (AudioStreamError, RecognizerError) as exc:
         referee.close()
         return fail(args.command, f"{exc}. {resume_hint(referee.journal, '--play')}")
     except KeyboardInterrupt:
         if announcer is not None:
             announcer.hush()
         return stopped(args.command, referee, "--play")
+    except Exception as exc:  # noqa: BLE001 - a bug: the game is saved all the same, and says so
+        if announcer is not None:
+            announcer.hush()
+        return crashed(args.command, referee, "--play", exc)
     finally:
         if announcer is not None:
             announcer.close()
