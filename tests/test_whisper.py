@@ -4,14 +4,18 @@ synthesiser's speech. No fakes: every decode runs the model."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scripts.measure_recognition import PLAYERS, moments
 from scripts.scenes import spoken
@@ -19,7 +23,7 @@ from voice.cli.main import main
 from voice.recognition.grammar import game_grammar
 from voice.recognition.interface import Hypothesis, create_recognizer
 from voice.recognition.models import locate
-from voice.recognition.nearest import Lexicon, PhraseMatcher, text_words
+from voice.recognition.nearest import PHONES, Lexicon, PhraseMatcher, substitution_costs, text_words
 from voice.recognition.whisper import (
     MAX_NEW_SLACK,
     PINNED_SHA256,
@@ -230,6 +234,48 @@ def test_a_nasal_heard_for_a_stop_at_the_same_place_is_near_it() -> None:
         spelled = lexicon.spell(words)
         nearest = matcher.nearest([p for w in words for p in spelled[w][0]])
         assert nearest is not None and nearest.phrase == meant, nearest
+
+
+def edit_cost(pron: Sequence[str], heard: Sequence[str]) -> float:
+    """Plain weighted edit distance, one cell at a time: a phone left out or not heard 1, a
+    substitution its cost in the matcher's table."""
+    index = {p: i for i, p in enumerate(PHONES)}
+    sub = substitution_costs()
+    row = [float(j) for j in range(len(heard) + 1)]
+    for i, p in enumerate(pron, 1):
+        prev, row = row, [float(i)] + [0.0] * len(heard)
+        for j, q in enumerate(heard, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1,
+                         prev[j - 1] + sub[index.get(p, len(PHONES)), index.get(q, len(PHONES))])
+    return row[-1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(said=st.lists(st.sampled_from(sorted(poutine().words)), min_size=1, max_size=5),
+       noise=st.lists(st.tuples(st.integers(0, 40), st.sampled_from(PHONES + ("",))), max_size=4))
+def test_the_nearest_phrase_and_its_runner_up_are_those_of_every_phrase_spelled_out(
+        said: list[str], noise: list[tuple[int, str]]) -> None:
+    """The matcher never expands the grammar; what it finds is what spelling out each of the
+    grammar's phrases (each word's every spelling) and measuring its edit cost finds: the
+    cheapest phrase, and the cheapest other one."""
+    lexicon = Lexicon()
+    heard = [p for w in said for p in lexicon.spell([w])[w][0]]
+    for at, phone in noise:  # a phone heard for another, one heard too many, one missed
+        at %= len(heard)
+        heard[at : at + 1] = [phone] if phone else []
+    if not heard:
+        return
+    costs = {}
+    for phrase in poutine().expand():
+        spellings = [lexicon.spell([w])[w] for w in phrase.split()]
+        costs[phrase] = min(edit_cost([p for pron in choice for p in pron], heard)
+                            for choice in itertools.product(*spellings))
+    found = PhraseMatcher(poutine(), lexicon).nearest(heard)
+    assert found is not None
+    ranked = sorted(costs.values())
+    assert found.cost == pytest.approx(ranked[0]) and costs[found.phrase] == pytest.approx(ranked[0])
+    assert found.runner_up_cost == pytest.approx(ranked[1])
+    assert costs[found.runner_up] == pytest.approx(ranked[1]) and found.runner_up != found.phrase
 
 
 def test_whisper_writes_no_more_than_the_longest_phrase() -> None:

@@ -133,34 +133,33 @@ def _ids(phones: Sequence[str]) -> np.ndarray:
 
 # --- nearest phrase ----------------------------------------------------------------------
 
+_TENTHS = 10
+"""Edit costs are counted in tenths of a phone inside the matcher: every cost (0.3-0.6 alike,
+1 else) is then a whole number, sums are exact, and equal phrases tie exactly."""
 
-def segment_costs(prons: Sequence[Sequence[str]], heard: Sequence[str]) -> np.ndarray:
-    """For each pronunciation, the edit cost of it against every span of the heard phones:
-    ``out[k, j, j2]`` = cost of pronunciation k for heard phones j..j2-1 (inf for j2 < j).
-    Each heard phone left out costs 1, each pronunciation phone not heard 1, a substitution
-    :func:`substitution_costs`."""
-    n = len(heard)
-    sub = substitution_costs()
-    h = _ids(heard)
-    k = len(prons)
-    longest = max((len(p) for p in prons), default=0)
-    pid = np.full((k, longest), len(PHONES), dtype=np.intp)
-    lengths = np.array([len(p) for p in prons], dtype=np.intp)
-    for i, p in enumerate(prons):
-        pid[i, : len(p)] = _ids(p)
-    idx = np.arange(n + 1, dtype=np.float64)
-    start = idx[:, None]
-    end = idx[None, :]
-    d = np.where(end >= start, end - start, np.inf)  # only heard phones, all left out
-    d = np.broadcast_to(d, (k, n + 1, n + 1)).copy()
-    out = np.full((k, n + 1, n + 1), np.inf)
-    out[lengths == 0] = d[lengths == 0]
-    for i in range(longest):
-        s = sub[pid[:, i]][:, h]  # (k, n): substituting phone i for each heard phone
-        base = d + 1.0  # phone i not heard
-        base[:, :, 1:] = np.minimum(base[:, :, 1:], d[:, :, :-1] + s[:, None, :])
-        # then heard phones left out after it: d[j2] = min over j1<=j2 of base[j1] + (j2-j1)
-        d = np.minimum.accumulate(base - idx, axis=2) + idx
+
+def _closure(d: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Heard phones left out after each position: ``out[.., j2] = min over j <= j2 of
+    d[.., j] + (j2 - j)`` (each a whole phone)."""
+    return np.minimum.accumulate(d - idx, axis=-1) + idx
+
+
+def seeded_costs(seed: np.ndarray, prons: np.ndarray, lengths: np.ndarray,
+                 heard: np.ndarray) -> np.ndarray:
+    """For each row r, a pronunciation (phone ids ``prons[r, :lengths[r]]``; length 0: an
+    empty arc) read after ``seed[r]``: ``out[r, j2] = min over j <= j2 of seed[r, j] +
+    cost(pronunciation, heard[j:j2])``, in tenths. A heard phone left out costs a whole phone,
+    a pronunciation phone not heard a whole phone, a substitution
+    :func:`substitution_costs`. An empty arc reads nothing: its row is its seed. One
+    vectorised step per phone of the longest pronunciation, whatever the rows."""
+    sub = np.rint(substitution_costs() * _TENTHS)
+    idx = np.arange(heard.size + 1, dtype=np.float64) * _TENTHS
+    out = seed.copy()
+    d = _closure(seed, idx)
+    for i in range(int(lengths.max(initial=0))):
+        base = d + _TENTHS  # phone i not heard
+        base[:, 1:] = np.minimum(base[:, 1:], d[:, :-1] + sub[prons[:, i]][:, heard])
+        d = _closure(base, idx)
         done = lengths == i + 1
         out[done] = d[done]
     return out
@@ -178,14 +177,34 @@ class Nearest:
     phones: int
 
 
+@dataclass(frozen=True)
+class _Step:
+    """What a pass reads at one depth: one row per pronunciation of each arc's word (the
+    state its seed comes from, the pronunciation, reversed backwards), where each arc's rows
+    begin (its arcs in order), the states, and the arcs into (out of) each state, padded
+    with the arc past the last (never read: inf)."""
+
+    seeds: np.ndarray
+    prons: np.ndarray
+    lengths: np.ndarray
+    arcs: np.ndarray
+    first_rows: np.ndarray
+    states: np.ndarray
+    state_arcs: np.ndarray
+
+
 class PhraseMatcher:
     """The nearest phrase of a grammar to heard words, on phones, over the grammar's word
     graph (never expanding it), and the nearest other phrase beside it.
 
     A forward pass gives each state the cheapest cost of reaching it having consumed each
     prefix of the heard phones; a backward pass the cheapest cost of going on to the end.
-    The graph is deterministic, so another phrase is a path through at least one arc off
-    the best path: the runner-up is the cheapest path through such an arc."""
+    Each arc's word is read after its state's costs as one edit-distance table (heard
+    phones by the word's phones), every arc into states of one depth at once, so a pass
+    costs a few array steps per word of the longest phrase, and time grows with the heard
+    phones, not with their square. The graph is deterministic, so another phrase is a path
+    through at least one arc off the best path: the runner-up is the cheapest path through
+    such an arc."""
 
     def __init__(self, grammar: Grammar, lexicon: Lexicon) -> None:
         fsg = grammar.fsg
@@ -194,12 +213,8 @@ class PhraseMatcher:
         spelled = lexicon.spell(words)
         self.words = words
         self._word_index = {w: i for i, w in enumerate(words)}
-        self.prons: list[tuple[str, ...]] = []
-        self.pron_word: list[int] = []
-        for i, w in enumerate(words):
-            for p in dict.fromkeys(spelled[w]):
-                self.prons.append(p)
-                self.pron_word.append(i)
+        self.prons: list[list[np.ndarray]] = [
+            [_ids(p) for p in dict.fromkeys(spelled[w])] for w in words]
         self.shortest = {w: min(len(p) for p in spelled[w]) for w in words}
         self.arcs = [(s, t, None if w is None else self._word_index[w])
                      for s, t, w in fsg.transitions]
@@ -208,97 +223,149 @@ class PhraseMatcher:
         for a, (s, t, _) in enumerate(self.arcs):
             self.incoming.setdefault(t, []).append(a)
             self.outgoing.setdefault(s, []).append(a)
+        # states ascend along every arc: a state's depth from the start (and from the end)
+        # is known once every state before (after) it is
+        ahead = [0] * fsg.n_states
+        for s, t, _ in sorted(self.arcs):
+            ahead[t] = max(ahead[t], ahead[s] + 1)
+        behind = [0] * fsg.n_states
+        for s, t, _ in sorted(self.arcs, key=lambda arc: -arc[1]):
+            behind[s] = max(behind[s], behind[t] + 1)
+        self._sources = np.array([s for s, _, _ in self.arcs], np.intp)
+        self._runner_order = np.array(
+            [a for q in range(fsg.n_states - 1, -1, -1) for a in self.outgoing.get(q, ())],
+            np.intp)
+        """The arcs, last state's first: the runner-up is the first of the cheapest."""
+        self._forward = self._steps(ahead, into=True)
+        self._backward = self._steps(behind, into=False)
+
+    def _steps(self, depth: list[int], into: bool) -> list[_Step]:
+        """For each depth in turn, what a pass reads there: the arcs into (`into`) or out of
+        its states."""
+        steps = []
+        by_state = self.incoming if into else self.outgoing
+        for level in range(1, max(depth, default=0) + 1):
+            states = [q for q in range(self.fsg.n_states) if depth[q] == level]
+            arcs = [a for q in states for a in by_state.get(q, ())]
+            rows = [(a, p if into else p[::-1]) for a in arcs for p in self._arc_prons(a)]
+            prons = np.zeros((len(rows), max((p.size for _, p in rows), default=0)), np.intp)
+            for r, (_, p) in enumerate(rows):
+                prons[r, : p.size] = p
+            widest = max(len(by_state.get(q, ())) for q in states)
+            state_arcs = np.full((len(states), widest), len(self.arcs), np.intp)
+            for i, q in enumerate(states):
+                state_arcs[i, : len(by_state.get(q, ()))] = by_state.get(q, ())
+            row_arcs = [a for a, _ in rows]
+            steps.append(_Step(
+                np.array([self.arcs[a][0 if into else 1] for a in row_arcs], np.intp), prons,
+                np.array([p.size for _, p in rows], np.intp), np.array(arcs, np.intp),
+                np.array([row_arcs.index(a) for a in arcs], np.intp), np.array(states, np.intp),
+                state_arcs))
+        return steps
+
+    def _arc_prons(self, arc: int) -> list[np.ndarray]:
+        w = self.arcs[arc][2]
+        return [np.zeros(0, np.intp)] if w is None else self.prons[w]
 
     def nearest(self, heard: Sequence[str]) -> Nearest | None:
         """The nearest phrase to the heard phones (None when nothing was heard)."""
         n = len(heard)
         if n == 0:
             return None
-        per_pron = segment_costs(self.prons, heard)
-        cost = np.full((len(self.words), n + 1, n + 1), np.inf)
-        np.minimum.at(cost, np.array(self.pron_word), per_pron)
-        inf = np.full(n + 1, np.inf)
-        eye = np.where(np.eye(n + 1, dtype=bool), 0.0, np.inf)  # an epsilon arc
-        fsg = self.fsg
-
-        def span(w: int | None) -> np.ndarray:
-            return eye if w is None else cost[w]
-
-        forward = [inf] * fsg.n_states
-        forward[fsg.start] = np.where(np.arange(n + 1) == 0, 0.0, np.inf)
-        best_in: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # state -> (arc, from j)
-        for state in range(fsg.n_states):
-            arcs = self.incoming.get(state)
-            if not arcs:
-                continue
-            totals = np.stack([forward[self.arcs[a][0]][:, None] + span(self.arcs[a][2])
-                               for a in arcs])  # (arcs, j, j2)
-            flat = totals.reshape(-1, n + 1)  # (arcs * j, j2)
-            pick = flat.argmin(axis=0)
-            forward[state] = flat[pick, np.arange(n + 1)]
-            best_in[state] = (np.array(arcs)[pick // (n + 1)], pick % (n + 1))
-        total = float(forward[fsg.final][n])
+        h = _ids(heard)
+        fsg, inf = self.fsg, np.inf
+        # through[a, j2]: the cheapest cost of reading arc a having consumed j2 heard phones
+        through = np.full((len(self.arcs) + 1, n + 1), inf)
+        forward = np.full((fsg.n_states, n + 1), inf)
+        forward[fsg.start, 0] = 0.0
+        best_in = np.zeros((fsg.n_states, n + 1), np.intp)  # the arc into a state, by j2
+        for step in self._forward:
+            read = seeded_costs(forward[step.seeds], step.prons, step.lengths, h)
+            through[step.arcs] = np.minimum.reduceat(read, step.first_rows, axis=0)
+            into = through[step.state_arcs]  # (states, arcs, j2)
+            pick = into.argmin(axis=1)
+            forward[step.states] = np.take_along_axis(into, pick[:, None], axis=1)[:, 0]
+            best_in[step.states] = np.take_along_axis(step.state_arcs, pick, axis=1)
+        total = float(forward[fsg.final, n])
         if not math.isfinite(total):
             return None
         path: list[int] = []
         state, j = fsg.final, n
         while state != fsg.start or j != 0:
-            arcs_at, j_from = best_in[state]
-            a = int(arcs_at[j])
+            a = int(best_in[state][j])
             path.append(a)
-            state, j = self.arcs[a][0], int(j_from[j])
-        on_path = set(path)
+            s = self.arcs[a][0]
+            j = int((forward[s] + self._span_to(a, j, h)).argmin())
+            state = s
         words = [self.words[self.arcs[a][2]] for a in reversed(path)  # type: ignore[index]
                  if self.arcs[a][2] is not None]
-        backward = [inf] * fsg.n_states
-        backward[fsg.final] = np.where(np.arange(n + 1) == n, 0.0, np.inf)
-        runner_cost, runner_arc = math.inf, -1
-        for state in range(fsg.n_states - 1, -1, -1):
-            arcs = self.outgoing.get(state)
-            if not arcs:
-                continue
-            ahead = np.stack([(span(self.arcs[a][2]) + backward[self.arcs[a][1]][None, :])
-                              .min(axis=1) for a in arcs])  # (arcs, j)
-            backward[state] = ahead.min(axis=0)
-            through = (ahead + forward[state][None, :]).min(axis=1)
-            for a, c in zip(arcs, through):
-                if a not in on_path and c < runner_cost:
-                    runner_cost, runner_arc = float(c), a
-        runner = self._through(runner_arc, forward, backward, cost, eye) if runner_arc >= 0 else ""
-        return Nearest(" ".join(words), total, runner, runner_cost,
+        # ahead[a, j]: the cheapest cost of reading arc a from j heard phones to the end
+        ahead = np.full((len(self.arcs) + 1, n + 1), inf)
+        backward = np.full((fsg.n_states, n + 1), inf)
+        backward[fsg.final, n] = 0.0
+        for step in self._backward:
+            read = seeded_costs(backward[step.seeds][:, ::-1], step.prons, step.lengths, h[::-1])
+            ahead[step.arcs] = np.minimum.reduceat(read[:, ::-1], step.first_rows, axis=0)
+            backward[step.states] = ahead[step.state_arcs].min(axis=1)
+        order = self._runner_order
+        off = (ahead[order] + forward[self._sources[order]]).min(axis=1)
+        off[np.isin(order, path)] = inf
+        pick = int(off.argmin())
+        runner_cost, runner_arc = float(off[pick]), int(order[pick])
+        runner = (self._through(runner_arc, forward, backward, ahead, through, h)
+                  if math.isfinite(runner_cost) else "")
+        return Nearest(" ".join(words), total / _TENTHS, runner, runner_cost / _TENTHS,
                        sum(self.shortest[w] for w in words))
 
-    def _through(self, arc: int, forward: list[np.ndarray], backward: list[np.ndarray],
-                 cost: np.ndarray, eye: np.ndarray) -> str:
+    def _span_from(self, arc: int, j: int, h: np.ndarray) -> np.ndarray:
+        """The cost of reading `arc` from heard phone j to each j2 (inf before j)."""
+        prons = self._arc_prons(arc)
+        seed = np.full((len(prons), h.size + 1), np.inf)
+        seed[:, j] = 0.0
+        return self._read(seed, prons, h).min(axis=0)
+
+    def _span_to(self, arc: int, j2: int, h: np.ndarray) -> np.ndarray:
+        """The cost of reading `arc` from each j to heard phone j2 (inf after j2)."""
+        prons = [p[::-1] for p in self._arc_prons(arc)]
+        seed = np.full((len(prons), h.size + 1), np.inf)
+        seed[:, h.size - j2] = 0.0
+        return self._read(seed, prons, h[::-1]).min(axis=0)[::-1]
+
+    @staticmethod
+    def _read(seed: np.ndarray, prons: list[np.ndarray], h: np.ndarray) -> np.ndarray:
+        longest = max(p.size for p in prons)
+        ids = np.zeros((len(prons), longest), np.intp)
+        for r, p in enumerate(prons):
+            ids[r, : p.size] = p
+        return seeded_costs(seed, ids, np.array([p.size for p in prons], np.intp), h)
+
+    def _through(self, arc: int, forward: np.ndarray, backward: np.ndarray, ahead: np.ndarray,
+                 through: np.ndarray, h: np.ndarray) -> str:
         """The words of the cheapest path through `arc` (for reports: greedy, from both
         passes' costs)."""
         s, t, w = self.arcs[arc]
-        span = eye if w is None else cost[w]
-        grid = forward[s][:, None] + span + backward[t][None, :]
-        j, j2 = np.unravel_index(int(grid.argmin()), grid.shape)
-        before = self._walk(s, int(j), forward, cost, eye, ahead=False)
-        after = self._walk(t, int(j2), backward, cost, eye, ahead=True)
+        j = int((forward[s] + ahead[arc]).argmin())
+        j2 = int((self._span_from(arc, j, h) + backward[t]).argmin())
+        before = self._walk(s, j, forward, through, h, ahead=False)
+        after = self._walk(t, j2, backward, ahead, h, ahead=True)
         middle = [] if w is None else [self.words[w]]
         return " ".join(before + middle + after)
 
-    def _walk(self, state: int, j: int, costs: list[np.ndarray], cost: np.ndarray,
-              eye: np.ndarray, ahead: bool) -> list[str]:
+    def _walk(self, state: int, j: int, costs: np.ndarray, reads: np.ndarray, h: np.ndarray,
+              ahead: bool) -> list[str]:
         """The cheapest words from ``state``, having consumed ``j`` heard phones, back to the
-        start (by the forward pass's ``costs``) or, ``ahead``, on to the final state (by the
-        backward pass's)."""
+        start (by the forward pass's ``costs`` and each arc's ``reads`` into it) or, ``ahead``,
+        on to the final state (by the backward pass's, and each arc's reads on from it)."""
         end, arcs_at = (self.fsg.final, self.outgoing) if ahead else (self.fsg.start, self.incoming)
         out: list[str] = []
         while state != end:
-            best = (math.inf, -1, -1)
-            for a in arcs_at.get(state, ()):
-                s, t, w = self.arcs[a]
-                span = eye if w is None else cost[w]
-                line = span[j, :] + costs[t] if ahead else costs[s] + span[:, j]
-                k = int(line.argmin())
-                if line[k] < best[0]:
-                    best = (float(line[k]), a, k)
-            _, a, j = best
+            arcs = arcs_at[state]
+            a = arcs[int(reads[arcs, j].argmin())]
             s, t, w = self.arcs[a]
+            if ahead:
+                j = int((self._span_from(a, j, h) + costs[t]).argmin())
+            else:
+                j = int((costs[s] + self._span_to(a, j, h)).argmin())
             if w is not None:
                 out.append(self.words[w])
             state = t if ahead else s
