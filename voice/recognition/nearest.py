@@ -244,8 +244,11 @@ class PhraseMatcher:
         its states."""
         steps = []
         by_state = self.incoming if into else self.outgoing
+        at_depth: dict[int, list[int]] = {}
+        for q in range(self.fsg.n_states):
+            at_depth.setdefault(depth[q], []).append(q)
         for level in range(1, max(depth, default=0) + 1):
-            states = [q for q in range(self.fsg.n_states) if depth[q] == level]
+            states = at_depth.get(level, [])
             arcs = [a for q in states for a in by_state.get(q, ())]
             rows = [(a, p if into else p[::-1]) for a in arcs for p in self._arc_prons(a)]
             prons = np.zeros((len(rows), max((p.size for _, p in rows), default=0)), np.intp)
@@ -259,7 +262,8 @@ class PhraseMatcher:
             steps.append(_Step(
                 np.array([self.arcs[a][0 if into else 1] for a in row_arcs], np.intp), prons,
                 np.array([p.size for _, p in rows], np.intp), np.array(arcs, np.intp),
-                np.array([row_arcs.index(a) for a in arcs], np.intp), np.array(states, np.intp),
+                np.cumsum([0] + [len(self._arc_prons(a)) for a in arcs[:-1]]).astype(np.intp),
+                np.array(states, np.intp),
                 state_arcs))
         return steps
 
