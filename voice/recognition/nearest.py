@@ -138,6 +138,20 @@ _TENTHS = 10
 1 else) is then a whole number, sums are exact, and equal phrases tie exactly."""
 
 
+@cache
+def _substitution_tenths() -> np.ndarray:
+    """:func:`substitution_costs` in tenths of a phone, whole numbers."""
+    return np.rint(substitution_costs() * _TENTHS)
+
+
+def _padded(prons: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Pronunciations (phone ids) as one zero-padded matrix, and their lengths."""
+    ids = np.zeros((len(prons), max((p.size for p in prons), default=0)), np.intp)
+    for r, p in enumerate(prons):
+        ids[r, : p.size] = p
+    return ids, np.array([p.size for p in prons], np.intp)
+
+
 def _closure(d: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Heard phones left out after each position: ``out[.., j2] = min over j <= j2 of
     d[.., j] + (j2 - j)`` (each a whole phone)."""
@@ -152,7 +166,7 @@ def seeded_costs(seed: np.ndarray, prons: np.ndarray, lengths: np.ndarray,
     a pronunciation phone not heard a whole phone, a substitution
     :func:`substitution_costs`. An empty arc reads nothing: its row is its seed. One
     vectorised step per phone of the longest pronunciation, whatever the rows."""
-    sub = np.rint(substitution_costs() * _TENTHS)
+    sub = _substitution_tenths()
     idx = np.arange(heard.size + 1, dtype=np.float64) * _TENTHS
     out = seed.copy()
     d = _closure(seed, idx)
@@ -251,9 +265,7 @@ class PhraseMatcher:
             states = at_depth.get(level, [])
             arcs = [a for q in states for a in by_state.get(q, ())]
             rows = [(a, p if into else p[::-1]) for a in arcs for p in self._arc_prons(a)]
-            prons = np.zeros((len(rows), max((p.size for _, p in rows), default=0)), np.intp)
-            for r, (_, p) in enumerate(rows):
-                prons[r, : p.size] = p
+            prons, lengths = _padded([p for _, p in rows])
             widest = max(len(by_state.get(q, ())) for q in states)
             state_arcs = np.full((len(states), widest), len(self.arcs), np.intp)
             for i, q in enumerate(states):
@@ -261,7 +273,7 @@ class PhraseMatcher:
             row_arcs = [a for a, _ in rows]
             steps.append(_Step(
                 np.array([self.arcs[a][0 if into else 1] for a in row_arcs], np.intp), prons,
-                np.array([p.size for _, p in rows], np.intp), np.array(arcs, np.intp),
+                lengths, np.array(arcs, np.intp),
                 np.cumsum([0] + [len(self._arc_prons(a)) for a in arcs[:-1]]).astype(np.intp),
                 np.array(states, np.intp),
                 state_arcs))
@@ -337,11 +349,7 @@ class PhraseMatcher:
 
     @staticmethod
     def _read(seed: np.ndarray, prons: list[np.ndarray], h: np.ndarray) -> np.ndarray:
-        longest = max(p.size for p in prons)
-        ids = np.zeros((len(prons), longest), np.intp)
-        for r, p in enumerate(prons):
-            ids[r, : p.size] = p
-        return seeded_costs(seed, ids, np.array([p.size for p in prons], np.intp), h)
+        return seeded_costs(seed, *_padded(prons), h)
 
     def _through(self, arc: int, forward: np.ndarray, backward: np.ndarray, ahead: np.ndarray,
                  through: np.ndarray, h: np.ndarray) -> str:
