@@ -256,6 +256,7 @@ def scene_figures(records: Sequence[Record], models: dict[str, str | None]) -> l
         at_once = [r["at_once_ms"] for r in raced]
         four = [a for a in at_once if a["n"] <= RACE_PLAYERS]
         more = [r for r in raced if r["at_once_ms"]["n"] > RACE_PLAYERS]
+        sphinx_p95 = _quantile([a["sphinx"] for a in at_once], 95)
         figures += [
             _figure("latency_p95_whisper_ms", "End of segment (SpeechEnd) → text, p95, Whisper "
                     "backend", "ms", _quantile(decode["whisper"], 95),
@@ -264,7 +265,7 @@ def scene_figures(records: Sequence[Record], models: dict[str, str | None]) -> l
             _figure("race_at_once_p95_ms", "A race's utterances decoded at once → last text, "
                     "p95, Whisper backend (one after another, as the pipeline decodes them)",
                     "ms", _quantile([a["whisper"] for a in at_once], 95),
-                    _quantile([a["sphinx"] for a in at_once], 95),
+                    sphinx_p95,
                     "PocketSphinx, one after another", len(at_once), ("<=", 500.0),
                     note=f"a median {_quantile([a['n'] for a in at_once], 50)} utterances per "
                          f"race{_crowded(more)}"),
@@ -276,7 +277,7 @@ def scene_figures(records: Sequence[Record], models: dict[str, str | None]) -> l
             _figure("race_batch_p95_ms", "A race's utterances decoded at once → last text, "
                     "p95, Whisper backend (one encoder batch)", "ms",
                     _quantile([a["whisper_batch"] for a in at_once], 95),
-                    _quantile([a["sphinx"] for a in at_once], 95),
+                    sphinx_p95,
                     "PocketSphinx, one after another", len(at_once)),
         ]
     spoken = [u for u in players if u["role"] == "call" and "end_to_delivery_ms" in u]

@@ -264,19 +264,18 @@ class PhraseMatcher:
         for level in range(1, max(depth, default=0) + 1):
             states = at_depth.get(level, [])
             arcs = [a for q in states for a in by_state.get(q, ())]
-            rows = [(a, p if into else p[::-1]) for a in arcs for p in self._arc_prons(a)]
-            prons, lengths = _padded([p for _, p in rows])
+            per_arc = [self._arc_prons(a) for a in arcs]
+            counts = [len(ps) for ps in per_arc]
+            prons, lengths = _padded([p if into else p[::-1] for ps in per_arc for p in ps])
             widest = max(len(by_state.get(q, ())) for q in states)
             state_arcs = np.full((len(states), widest), len(self.arcs), np.intp)
             for i, q in enumerate(states):
                 state_arcs[i, : len(by_state.get(q, ()))] = by_state.get(q, ())
-            row_arcs = [a for a, _ in rows]
+            seeds = [self.arcs[a][0 if into else 1] for a in arcs]
             steps.append(_Step(
-                np.array([self.arcs[a][0 if into else 1] for a in row_arcs], np.intp), prons,
-                lengths, np.array(arcs, np.intp),
-                np.cumsum([0] + [len(self._arc_prons(a)) for a in arcs[:-1]]).astype(np.intp),
-                np.array(states, np.intp),
-                state_arcs))
+                np.repeat(np.array(seeds, np.intp), counts), prons, lengths,
+                np.array(arcs, np.intp), np.cumsum([0, *counts[:-1]], dtype=np.intp),
+                np.array(states, np.intp), state_arcs))
         return steps
 
     def _arc_prons(self, arc: int) -> list[np.ndarray]:
