@@ -29,7 +29,8 @@ quiet residual; at most `confirm_ms` long) found Leo's "got it" 25 ms after Priy
 bundled demo 0.4 ms off (28 ms late then) and that Bob right, but on the bench's scenes it
 moved 19 onsets more than 2 ms further from the truth and 9 closer, most of the 19 to before
 the call (the chain began on what the bleed's removal left). Well into a reverberant call
-(RT60 0.2-0.8 s) its copies on other mics are still reported at times.
+(RT60 0.2-0.8 s) its copies on other mics still pass the onset tests at times; when such an
+utterance ends, it is told apart by how it follows its source (:mod:`voice.hearing.follows`).
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ What each step decides lives in its own module, with its own state:
   residual detection runs on (the detector's known limits in telling copies from calls);
 * :mod:`voice.hearing.coupling` — the seats' crosstalk couplings, which sound is a mic's own,
   and what of a segment's audio is turned down;
+* :mod:`voice.hearing.follows` — over a whole utterance, whether it follows louder mics'
+  sound (a copy);
 * :mod:`voice.hearing.knocks` — a knock's short hangover, and a call out of its ring;
 * :mod:`voice.hearing.history` — the sample-indexed buffers they share.
 
@@ -56,6 +58,7 @@ from voice.hearing.background import Background, Highpass, ResidualEcho
 from voice.hearing.bleed import Bleed, Residual
 from voice.hearing.changepoint import ChangePoints
 from voice.hearing.coupling import Coupling
+from voice.hearing.follows import Follows
 from voice.hearing.history import History, ms_samples
 from voice.hearing.knocks import Knocks
 
@@ -93,7 +96,10 @@ class OnsetConfig:
     player, of the players already talking) is taken from it (sound every mic hears alike,
     such as the next table's babble, is no one's own); an
     utterance with less than `min_own_ms` of its own sound (loud over the background and
-    over crosstalk) was not its player's call. A segment's audio more than
+    over crosstalk), or `follow_explained` or more of whose power in the
+    `follow_bands_hz` bands the `follow_sources` louder mics explain (delayed, smeared by a
+    decay of one of `follow_tails_ms`, quieter; over a `follow_floor_quantile` floor: see
+    :mod:`voice.hearing.follows`), was not its player's call. A segment's audio more than
     `own_span_keep_ms` before its first or after its last own sound is turned down by
     `not_own_attenuation_db` (see :attr:`Segment.samples`). Before that,
     the voices of the other players talking meanwhile are turned down in it by spectral
@@ -159,6 +165,11 @@ class OnsetConfig:
     crosstalk_floor_db: float = -10.0
     shared_min_mics: int = 3
     shared_margin_db: float = 3.0
+    follow_bands_hz: tuple[float, ...] = (150.0, 400.0, 1000.0, 2000.0, 4000.0)
+    follow_tails_ms: tuple[float, ...] = (30.0, 80.0, 200.0)
+    follow_sources: int = 2
+    follow_floor_quantile: float = 0.1
+    follow_explained: float = 0.75
 
     @property
     def hop_samples(self) -> int:
@@ -191,8 +202,9 @@ class Segment:
     """How long, between onset and end, the mic's sound was its own player's: over the
     background and over what other talking players' mics leak into it (crosstalk)."""
     not_own: bool = False
-    """Whether too little of it was (:attr:`OnsetConfig.min_own_ms`): another player's voice
-    heard on this mic, or sound too faint to be told from the background; not a call."""
+    """Whether too little of it was (:attr:`OnsetConfig.min_own_ms`), or it follows the sound
+    of louder mics (:mod:`voice.hearing.follows`): another player's voice heard on this mic,
+    or sound too faint to be told from the background; not a call."""
 
     @property
     def duration_s(self) -> float:
@@ -266,6 +278,7 @@ class OnsetDetector:
         self._bleed = Bleed(channels, cfg, self._band, self._background, self._echo)
         self._coupling = Coupling(channels, cfg, crosstalk_db)
         self._knocks = Knocks(channels, cfg)
+        self._follows = Follows(cfg)
         self._done = 0  # absolute index: samples analysed so far (whole hops), i.e. "now"
         self._state = [_State.IDLE] * channels
         self._onset = [0] * channels
@@ -481,10 +494,13 @@ class OnsetDetector:
         mics = self._raw.get(first, min(self._done, stop))
         level_db = loud_level_db(mics[onset - first : end - first, ch])
         own_ms = sum(onset < at <= end for at in self._own_at[ch]) * self.config.hop_ms
+        not_own = own_ms < self.config.min_own_ms or (
+            self._follows.explained(mics[: end - first], ch, onset - first)
+            >= self.config.follow_explained
+        )
         return SpeechEnd(Segment(
             ch, onset, end, onset / self.rate_hz, end / self.rate_hz, level_db, first,
-            self._coupling.segment_audio(ch, end, first, mics), own_ms / 1000,
-            own_ms < self.config.min_own_ms,
+            self._coupling.segment_audio(ch, end, first, mics), own_ms / 1000, not_own,
         ))
 
     def _trim(self) -> None:
