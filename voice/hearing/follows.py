@@ -13,10 +13,10 @@ band by band, as a sum of the power of the `follow_sources` mics louder than it 
 delayed by 0 to `max_bleed_delay_ms` and, for the room's reverberation, smoothed by an
 exponential decay (whichever of `follow_tails_ms` fits best), every gain at most the
 strongest coupling a pair of seats may have (`crosstalk_range_db`'s top), by bounded least
-squares (:func:`scipy.optimize.lsq_linear`). What it explains of the mic's power over its floor (a
-low quantile of its power from the pre-roll on) is summed over the bands; an utterance
-`follow_explained` or more of which is explained is another player's voice on that mic,
-not its player's call.
+squares (:func:`scipy.optimize.lsq_linear`). What it explains of the mic's power over its
+floor (a low quantile of its power from the pre-roll on) is summed over the bands; an
+utterance `follow_explained` or more of which is explained is another player's voice on
+that mic, not its player's call.
 """
 
 from __future__ import annotations
